@@ -1,0 +1,172 @@
+/* bench.h: allocator probe, memory, arguments, time, RNG, threads. */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+/* ---- Allocator probe ---- */
+
+static const char *malloc_library_path(void) {
+  void *sym = dlsym(RTLD_DEFAULT, "malloc");
+  Dl_info info;
+  if (sym && dladdr(sym, &info) && info.dli_fname) return info.dli_fname;
+  return "";
+}
+
+const char *bench_allocator_name(void) {
+  static const struct {
+    const char *needle, *name;
+  } known[] = {
+      {"libjemalloc", "jemalloc"}, {"libtcmalloc", "tcmalloc"}, {"libtbbmalloc", "tbbmalloc"},
+      {"libmimalloc", "mimalloc"}, {"libtxalloc", "txalloc"},   {"libc.so", "glibc"},
+      {"libc-", "glibc"},
+  };
+  const char *path = malloc_library_path();
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strstr(base, known[i].needle)) return known[i].name;
+  /* malloc defined in the executable itself: a statically linked allocator. */
+  return *base ? base : "unknown";
+}
+
+void bench_json_allocator(bench_json *j) {
+  bench_json_object(j, "allocator");
+  bench_json_str(j, "name", bench_allocator_name());
+  bench_json_str(j, "path", malloc_library_path());
+  bench_json_end(j);
+}
+
+void bench_json_memory(bench_json *j) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  bench_json_object(j, "memory");
+  bench_json_int(j, "peak_rss_kib", ru.ru_maxrss); /* Linux reports KiB */
+  bench_json_end(j);
+}
+
+/* ---- Arguments ---- */
+
+static const char *program_name = "bench";
+
+void bench_set_program(const char *argv0) {
+  const char *base = strrchr(argv0, '/');
+  program_name = base ? base + 1 : argv0;
+}
+
+void bench_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", program_name);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (see %s --help)\n", program_name);
+  va_end(ap);
+  exit(2);
+}
+
+long bench_parse_long(const char *flag, const char *text, long min, long max) {
+  errno = 0;
+  char *end;
+  long v = strtol(text, &end, 0);
+  if (end == text || *end || errno || v < min || v > max)
+    bench_usage_error("%s: '%s' is not an integer in [%ld, %ld]", flag, text, min, max);
+  return v;
+}
+
+double bench_parse_double(const char *flag, const char *text, double min, double max) {
+  errno = 0;
+  char *end;
+  double v = strtod(text, &end);
+  if (end == text || *end || errno || !(v >= min && v <= max))
+    bench_usage_error("%s: '%s' is not a number in [%g, %g]", flag, text, min, max);
+  return v;
+}
+
+int bench_parse_choice(const char *flag, const char *text, const char *const *names, int count) {
+  for (int i = 0; i < count; i++)
+    if (strcmp(text, names[i]) == 0) return i;
+  char list[512] = "";
+  for (int i = 0; i < count; i++) {
+    strncat(list, i ? "|" : "", sizeof list - strlen(list) - 1);
+    strncat(list, names[i], sizeof list - strlen(list) - 1);
+  }
+  bench_usage_error("%s: '%s' is not one of %s", flag, text, list);
+}
+
+/* ---- Time and randomness ---- */
+
+double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+void bench_rng_seed(bench_rng *r, uint64_t seed, uint64_t stream) {
+  uint64_t x = seed ^ (stream * 0xd1b54a32d192ed03ULL);
+  r->s = splitmix64(&x);
+  if (r->s == 0) r->s = 1; /* xorshift state must not be zero */
+}
+
+uint64_t bench_rng_next(bench_rng *r) { /* xorshift64* */
+  r->s ^= r->s >> 12;
+  r->s ^= r->s << 25;
+  r->s ^= r->s >> 27;
+  return r->s * 0x2545f4914f6cdd1dULL;
+}
+
+uint64_t bench_rng_below(bench_rng *r, uint64_t bound) {
+  /* Lemire's multiply-shift; the slight bias (< bound / 2^64) does not matter here. */
+  return (uint64_t)(((unsigned __int128)bench_rng_next(r) * bound) >> 64);
+}
+
+/* ---- Threads ---- */
+
+struct thread_start {
+  int index;
+  bench_thread_fn fn;
+  void *arg;
+  pthread_barrier_t *barrier;
+};
+
+static void *thread_main(void *p) {
+  struct thread_start *s = p;
+  pthread_barrier_wait(s->barrier);
+  s->fn(s->index, s->arg);
+  return NULL;
+}
+
+void bench_run_threads(int n, bench_thread_fn fn, void *arg) {
+  pthread_t *tids = calloc((size_t)n, sizeof *tids);
+  struct thread_start *starts = calloc((size_t)n, sizeof *starts);
+  pthread_barrier_t barrier;
+  if (!tids || !starts || pthread_barrier_init(&barrier, NULL, (unsigned)n) != 0) {
+    fprintf(stderr, "%s: cannot set up %d threads\n", program_name, n);
+    exit(1);
+  }
+  for (int i = 0; i < n; i++) {
+    starts[i] = (struct thread_start){i, fn, arg, &barrier};
+    int rc = pthread_create(&tids[i], NULL, thread_main, &starts[i]);
+    if (rc) {
+      fprintf(stderr, "%s: pthread_create: %s\n", program_name, strerror(rc));
+      exit(1);
+    }
+  }
+  for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
+  pthread_barrier_destroy(&barrier);
+  free(starts);
+  free(tids);
+}

@@ -1,0 +1,67 @@
+/* What every bench program shares: the one-JSON-object-per-run output of DESIGN.md, the
+ * probe that names the allocator that really served the process, peak RSS, argument
+ * parsing with clear errors, a seeded RNG, and timing. No txalloc dependency: allocator
+ * workloads must run unchanged under any LD_PRELOADed malloc. */
+#ifndef TXALLOC_BENCH_H
+#define TXALLOC_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- JSON writer: nested objects and arrays, commas and escaping handled. ---- */
+#define BENCH_JSON_MAX_DEPTH 16
+typedef struct bench_json {
+  FILE *out;
+  int depth;
+  bool first[BENCH_JSON_MAX_DEPTH];  /* no member written yet at this depth */
+  char closer[BENCH_JSON_MAX_DEPTH]; /* '}' or ']' that ends this depth */
+} bench_json;
+
+/* Starts the top-level object on `out` (stdout for a run's result). */
+void bench_json_begin(bench_json *j, FILE *out);
+/* Ends the top-level object and writes the newline; flushes. */
+void bench_json_finish(bench_json *j);
+/* Members: `key` names the member inside an object; pass NULL inside an array. */
+void bench_json_object(bench_json *j, const char *key); /* opens {, close with _end */
+void bench_json_array(bench_json *j, const char *key);  /* opens [, close with _end */
+void bench_json_end(bench_json *j);
+void bench_json_str(bench_json *j, const char *key, const char *value);
+void bench_json_int(bench_json *j, const char *key, long long value);
+void bench_json_uint(bench_json *j, const char *key, unsigned long long value);
+void bench_json_double(bench_json *j, const char *key, double value);
+void bench_json_bool(bench_json *j, const char *key, bool value);
+
+/* "allocator": {"name": ..., "path": ...}: the library that defines the malloc this
+ * process calls (dladdr of the resolved symbol), named glibc, jemalloc, tcmalloc,
+ * tbbmalloc, mimalloc, txalloc, or the file's base name when unknown. */
+void bench_json_allocator(bench_json *j);
+/* The name alone, e.g. for stderr. */
+const char *bench_allocator_name(void);
+/* "memory": {"peak_rss_kib": N} from getrusage. */
+void bench_json_memory(bench_json *j);
+
+/* ---- Arguments: print "PROG: MESSAGE (see PROG --help)" and exit 2 on bad input. ---- */
+void bench_set_program(const char *argv0);
+_Noreturn void bench_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+long bench_parse_long(const char *flag, const char *text, long min, long max);
+double bench_parse_double(const char *flag, const char *text, double min, double max);
+/* Index of `text` among `count` names, or usage error listing them. */
+int bench_parse_choice(const char *flag, const char *text, const char *const *names, int count);
+
+/* ---- Time and randomness ---- */
+double bench_now(void); /* monotonic seconds */
+typedef struct bench_rng {
+  uint64_t s;
+} bench_rng;
+/* Distinct deterministic streams per (seed, stream) pair, e.g. stream = thread index. */
+void bench_rng_seed(bench_rng *r, uint64_t seed, uint64_t stream);
+uint64_t bench_rng_next(bench_rng *r);
+/* Uniform in [0, bound), bound > 0. */
+uint64_t bench_rng_below(bench_rng *r, uint64_t bound);
+
+/* ---- Threads: run fn(index, arg) on n threads that start together (a barrier). ---- */
+typedef void (*bench_thread_fn)(int index, void *arg);
+void bench_run_threads(int n, bench_thread_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,164 @@
+/* txalloc's transactional-memory API: one front-end for every backend (word-based STM,
+ * global lock, later emulated HTM). Workloads are written once against this header; the
+ * backend and its parameters are options (include/txalloc/options.h), chosen at run time.
+ *
+ *   TM_ATOMIC {
+ *     long v = tm_load(&account[a]);
+ *     tm_store(&account[a], v - 10);
+ *     node_t *n = tm_malloc(sizeof *n);   // freed again if the transaction aborts
+ *     tm_free(old);                       // takes effect only when the top level commits
+ *   }
+ *
+ * Rules for code inside an atomic block:
+ *   - Shared memory is read and written only through tm_load/tm_store (or the sized
+ *     variants). Thread-private memory may be accessed directly.
+ *   - Do not leave the block with return, break or goto: the commit would be skipped.
+ *     `continue` is fine (it ends the block and commits).
+ *   - A transaction may be rolled back and re-executed at any tm_* call: local variables
+ *     of the enclosing function that the block modifies and that are read after a restart
+ *     must be declared volatile (as with setjmp).
+ *   - Blocks nest (closed nesting: a child's abort keeps the parent's work, unless the
+ *     `nesting` option says flat).
+ *   - No I/O or other irreversible action unless the transaction is irrevocable.
+ * A thread is set up at its first transaction and cleaned up at its exit; tm_thread_init
+ * and tm_thread_exit may be called explicitly. */
+#ifndef TXALLOC_TM_H
+#define TXALLOC_TM_H
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txalloc/options.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Threads ---- */
+TXALLOC_API void tm_thread_init(void);
+TXALLOC_API void tm_thread_exit(void);
+
+/* ---- Atomic blocks ---- */
+enum tm_flags {
+  TM_FLAG_NONE = 0,
+  TM_FLAG_READ_ONLY = 1,   /* a hint: the block does not store (a store then restarts it
+                              as read-write) */
+  TM_FLAG_IRREVOCABLE = 2, /* runs alone, never aborts: I/O allowed */
+};
+
+#define TM_ATOMIC TM_ATOMIC_FLAGS(TM_FLAG_NONE)
+#define TM_ATOMIC_RO TM_ATOMIC_FLAGS(TM_FLAG_READ_ONLY)
+#define TM_ATOMIC_IRREVOCABLE TM_ATOMIC_FLAGS(TM_FLAG_IRREVOCABLE)
+
+/* The restart point is taken in the caller's frame (sigsetjmp must not return before the
+ * longjmp). tm_checkpoint_ returns the jump buffer of the level about to begin; a
+ * rollback jumps back with TM_JUMP_RETRY (begin again) or TM_JUMP_CANCEL (tm_abort: skip
+ * the block). The switch on sigsetjmp is one of the contexts where C allows setjmp. */
+enum { TM_JUMP_START = 0, TM_JUMP_RETRY = 1, TM_JUMP_CANCEL = 2 };
+#define TM_ATOMIC_FLAGS(flags)                                                             \
+  for (volatile int tm_run_ = ({                                                           \
+         volatile int tm_go_ = 1;                                                          \
+         switch (sigsetjmp(*tm_checkpoint_(flags), 0)) {                                   \
+         case TM_JUMP_CANCEL: tm_go_ = 0; break;                                           \
+         default: tm_begin_(flags);                                                        \
+         }                                                                                 \
+         tm_go_;                                                                           \
+       });                                                                                 \
+       tm_run_; tm_run_ = 0, tm_commit_())
+
+TXALLOC_API sigjmp_buf *tm_checkpoint_(int flags);
+TXALLOC_API void tm_begin_(int flags);
+TXALLOC_API void tm_commit_(void);
+
+/* Abort the innermost transaction and run it again (for a condition not yet true). */
+TXALLOC_API _Noreturn void tm_restart(void);
+/* Abort the innermost transaction, discard its effects, and continue after its block. */
+TXALLOC_API _Noreturn void tm_abort(void);
+/* Become irrevocable now (may restart the transaction first to get there). */
+TXALLOC_API void tm_become_irrevocable(void);
+TXALLOC_API bool tm_in_transaction(void);
+TXALLOC_API unsigned tm_depth(void); /* 0 outside, 1 top level, 2 first child ... */
+
+/* ---- Transactional loads and stores. Sub-word accesses touch only their bytes. ---- */
+TXALLOC_API uint8_t tm_load_u8(const volatile uint8_t *addr);
+TXALLOC_API uint16_t tm_load_u16(const volatile uint16_t *addr);
+TXALLOC_API uint32_t tm_load_u32(const volatile uint32_t *addr);
+TXALLOC_API uint64_t tm_load_u64(const volatile uint64_t *addr);
+TXALLOC_API void *tm_load_ptr(void *const volatile *addr);
+TXALLOC_API float tm_load_float(const volatile float *addr);
+TXALLOC_API double tm_load_double(const volatile double *addr);
+TXALLOC_API void tm_store_u8(volatile uint8_t *addr, uint8_t value);
+TXALLOC_API void tm_store_u16(volatile uint16_t *addr, uint16_t value);
+TXALLOC_API void tm_store_u32(volatile uint32_t *addr, uint32_t value);
+TXALLOC_API void tm_store_u64(volatile uint64_t *addr, uint64_t value);
+TXALLOC_API void tm_store_ptr(void *volatile *addr, void *value);
+TXALLOC_API void tm_store_float(volatile float *addr, float value);
+TXALLOC_API void tm_store_double(volatile double *addr, double value);
+
+/* tm_load(p) / tm_store(p, v) pick the sized function from the type of *p (integers of
+ * 1, 2, 4, 8 bytes, float, double; anything else must be a pointer). */
+#define TM_SIZED_(p, op)                                                                   \
+  _Generic(*(p), _Bool: tm_##op##_u8, int8_t: tm_##op##_u8, uint8_t: tm_##op##_u8, char: tm_##op##_u8, \
+           int16_t: tm_##op##_u16, uint16_t: tm_##op##_u16, int32_t: tm_##op##_u32,        \
+           uint32_t: tm_##op##_u32, long: tm_##op##_u64, unsigned long: tm_##op##_u64,     \
+           long long: tm_##op##_u64, unsigned long long: tm_##op##_u64,                    \
+           float: tm_##op##_float, double: tm_##op##_double, default: tm_##op##_ptr)
+#define tm_load(p) ((__typeof__(*(p)))TM_SIZED_(p, load)((const volatile void *)(p)))
+#define tm_store(p, v) TM_SIZED_(p, store)((volatile void *)(p), (v))
+
+/* ---- Memory inside transactions: allocation is undone on abort; a free takes effect
+ * when the top-level transaction commits. Outside a transaction: plain malloc/free. ---- */
+TXALLOC_API void *tm_malloc(size_t size);
+TXALLOC_API void tm_free(void *ptr);
+
+/* ---- Lifecycle callbacks (the transaction-aware allocator subscribes here). Each is
+ * called on the transaction's own thread; `depth` is the level concerned (1 = top). ---- */
+typedef struct tm_callbacks {
+  void (*on_begin)(void *ctx, unsigned depth);
+  void (*on_commit)(void *ctx, unsigned depth); /* depth 1: after the commit is visible */
+  void (*on_abort)(void *ctx, unsigned depth);  /* after the level's effects are undone */
+  void (*on_thread_exit)(void *ctx);
+  void *ctx;
+} tm_callbacks;
+/* Register before the first transaction; returns 0, or -1 when the table is full. */
+TXALLOC_API int tm_register_callbacks(const tm_callbacks *callbacks);
+
+/* ---- Statistics, merged over all threads (exited threads included) ---- */
+typedef enum tm_abort_cause {
+  TM_ABORT_READ_LOCKED,     /* read a stripe another transaction holds locked */
+  TM_ABORT_WRITE_LOCKED,    /* write-write: the stripe's lock is held by another */
+  TM_ABORT_VALIDATE_READ,   /* a read saw a newer version and the snapshot could not extend */
+  TM_ABORT_VALIDATE_EXTEND, /* snapshot extension found a read stripe changed */
+  TM_ABORT_VALIDATE_COMMIT, /* commit-time validation of the read set failed */
+  TM_ABORT_KILLED,          /* the contention manager of another transaction won */
+  TM_ABORT_EXPLICIT,        /* tm_restart or tm_abort */
+  TM_ABORT_IRREVOCABLE,     /* rolled back to run irrevocably (fallback or request) */
+  TM_ABORT_CAUSE_COUNT
+} tm_abort_cause;
+TXALLOC_API const char *tm_abort_cause_name(tm_abort_cause cause); /* "read_locked", ... */
+
+#define TM_RETRY_HISTOGRAM_BUCKETS 16
+typedef struct tm_stats {
+  uint64_t commits;
+  uint64_t commits_read_only;
+  uint64_t commits_irrevocable;
+  uint64_t aborts;
+  uint64_t aborts_by_cause[TM_ABORT_CAUSE_COUNT];
+  /* Conflict aborts classified: true (the other transaction accessed the same word),
+   * false (same ORT entry, different words), unknown (could not be decided). */
+  uint64_t true_conflicts;
+  uint64_t false_conflicts;
+  uint64_t unknown_conflicts;
+  uint64_t max_consecutive_aborts;
+  /* retry_histogram[k]: transactions that committed after k aborts (last bucket: k >= 15). */
+  uint64_t retry_histogram[TM_RETRY_HISTOGRAM_BUCKETS];
+} tm_stats;
+TXALLOC_API void tm_stats_get(tm_stats *out);
+TXALLOC_API void tm_stats_reset(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,27 @@
+#include "util/message.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+void txalloc_message(const char *fmt, ...) {
+  int saved_errno = errno;
+  char buf[1024];
+  int n = snprintf(buf, sizeof buf, "txalloc: ");
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0) m = 0;
+  size_t len = (size_t)n + (size_t)m;
+  if (len > sizeof buf - 2) len = sizeof buf - 2;
+  buf[len++] = '\n';
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(STDERR_FILENO, buf + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  errno = saved_errno;
+}
