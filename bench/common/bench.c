@@ -26,7 +26,7 @@ const char *bench_allocator_name(void) {
   } known[] = {
       {"libjemalloc", "jemalloc"}, {"libtcmalloc", "tcmalloc"}, {"libtbbmalloc", "tbbmalloc"},
       {"libmimalloc", "mimalloc"}, {"libtxalloc", "txalloc"},   {"libc.so", "glibc"},
-      {"libc-", "glibc"},
+      {"libc-", "glibc"},          {"libtsan", "tsan"},         {"libasan", "asan"},
   };
   const char *path = malloc_library_path();
   const char *base = strrchr(path, '/');
