@@ -57,15 +57,15 @@ enum tm_flags {
  * rollback jumps back with TM_JUMP_RETRY (begin again) or TM_JUMP_CANCEL (tm_abort: skip
  * the block). The switch on sigsetjmp is one of the contexts where C allows setjmp. */
 enum { TM_JUMP_START = 0, TM_JUMP_RETRY = 1, TM_JUMP_CANCEL = 2 };
-#define TM_ATOMIC_FLAGS(flags)                                                             \
-  for (volatile int tm_run_ = ({                                                           \
-         volatile int tm_go_ = 1;                                                          \
-         switch (sigsetjmp(*tm_checkpoint_(flags), 0)) {                                   \
-         case TM_JUMP_CANCEL: tm_go_ = 0; break;                                           \
-         default: tm_begin_(flags);                                                        \
-         }                                                                                 \
-         tm_go_;                                                                           \
-       });                                                                                 \
+#define TM_ATOMIC_FLAGS(flags)                                                                     \
+  for (volatile int tm_run_ = ({                                                                   \
+         volatile int tm_go_ = 1;                                                                  \
+         switch (sigsetjmp(*tm_checkpoint_(flags), 0)) {                                           \
+         case TM_JUMP_CANCEL: tm_go_ = 0; break;                                                   \
+         default: tm_begin_(flags);                                                                \
+         }                                                                                         \
+         tm_go_;                                                                                   \
+       });                                                                                         \
        tm_run_; tm_run_ = 0, tm_commit_())
 
 TXALLOC_API sigjmp_buf *tm_checkpoint_(int flags);
@@ -99,12 +99,23 @@ TXALLOC_API void tm_store_double(volatile double *addr, double value);
 
 /* tm_load(p) / tm_store(p, v) pick the sized function from the type of *p (integers of
  * 1, 2, 4, 8 bytes, float, double; anything else must be a pointer). */
-#define TM_SIZED_(p, op)                                                                   \
-  _Generic(*(p), _Bool: tm_##op##_u8, int8_t: tm_##op##_u8, uint8_t: tm_##op##_u8, char: tm_##op##_u8, \
-           int16_t: tm_##op##_u16, uint16_t: tm_##op##_u16, int32_t: tm_##op##_u32,        \
-           uint32_t: tm_##op##_u32, long: tm_##op##_u64, unsigned long: tm_##op##_u64,     \
-           long long: tm_##op##_u64, unsigned long long: tm_##op##_u64,                    \
-           float: tm_##op##_float, double: tm_##op##_double, default: tm_##op##_ptr)
+#define TM_SIZED_(p, op)                                                                           \
+  _Generic(*(p), _Bool                                                                             \
+           : tm_##op##_u8, int8_t                                                                  \
+           : tm_##op##_u8, uint8_t                                                                 \
+           : tm_##op##_u8, char                                                                    \
+           : tm_##op##_u8, int16_t                                                                 \
+           : tm_##op##_u16, uint16_t                                                               \
+           : tm_##op##_u16, int32_t                                                                \
+           : tm_##op##_u32, uint32_t                                                               \
+           : tm_##op##_u32, long                                                                   \
+           : tm_##op##_u64, unsigned long                                                          \
+           : tm_##op##_u64, long long                                                              \
+           : tm_##op##_u64, unsigned long long                                                     \
+           : tm_##op##_u64, float                                                                  \
+           : tm_##op##_float, double                                                               \
+           : tm_##op##_double, default                                                             \
+           : tm_##op##_ptr)
 #define tm_load(p) ((__typeof__(*(p)))TM_SIZED_(p, load)((const volatile void *)(p)))
 #define tm_store(p, v) TM_SIZED_(p, store)((volatile void *)(p), (v))
 
