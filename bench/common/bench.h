@@ -38,7 +38,10 @@ void bench_json_bool(bench_json *j, const char *key, bool value);
 void bench_json_allocator(bench_json *j);
 /* The name alone, e.g. for stderr. */
 const char *bench_allocator_name(void);
-/* "memory": {"peak_rss_kib": N} from getrusage. */
+/* Peak resident set in KiB: VmHWM of /proc/self/status (getrusage where /proc is
+ * missing). */
+long bench_peak_rss_kib(void);
+/* "memory": {"peak_rss_kib": N}. */
 void bench_json_memory(bench_json *j);
 
 /* ---- Arguments: print "PROG: MESSAGE (see PROG --help)" and exit 2 on bad input. ---- */

@@ -1,0 +1,172 @@
+/* workload.h: option table, stamps, report. */
+#define _GNU_SOURCE
+#include "workload.h"
+
+#include <getopt.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Options ---- */
+
+static void print_usage(const wl_program *prog) {
+  printf("usage: %s [options]\n\n%s\n\noptions:\n", prog->name, prog->summary);
+  for (int i = 0; i < prog->count; i++) {
+    const wl_option *o = &prog->options[i];
+    char left[64];
+    snprintf(left, sizeof left, "--%s=N", o->name);
+    printf("  %-22s %s [%ld..%ld, default %ld]%s\n", left, o->help, o->min, o->max, *o->value,
+           strcmp(o->name, prog->scale) == 0 ? " (scale knob: work grows linearly with it)" : "");
+  }
+  printf("  %-22s %s\n", "--help", "this text");
+  printf("\nOutput: one JSON object on stdout (workload, params, threads, allocator, results\n"
+         "{time_s, ops, ops_per_s, ...}, memory {peak_rss_kib}, valid); text on stderr.\n"
+         "Exit status: 0 valid run, 1 failed self-check, 2 bad arguments.\n"
+         "The allocator is whatever malloc the process gets (use LD_PRELOAD to choose).\n");
+}
+
+void wl_parse(const wl_program *prog, int argc, char **argv) {
+  bench_set_program(argv[0]);
+  struct option *longs = calloc((size_t)prog->count + 2, sizeof *longs);
+  if (!longs) exit(1);
+  for (int i = 0; i < prog->count; i++)
+    longs[i] = (struct option){prog->options[i].name, required_argument, NULL, i};
+  longs[prog->count] = (struct option){"help", no_argument, NULL, prog->count};
+  opterr = 0; /* our own messages, exit status 2 */
+  for (;;) {
+    int index = -1;
+    int c = getopt_long(argc, argv, ":", longs, &index);
+    if (c == -1) break;
+    if (c == '?') bench_usage_error("unknown option '%s'", argv[optind - 1]);
+    if (c == ':') bench_usage_error("option '%s' needs a value", argv[optind - 1]);
+    if (c == prog->count) {
+      print_usage(prog);
+      free(longs);
+      exit(0);
+    }
+    const wl_option *o = &prog->options[c];
+    char flag[64];
+    snprintf(flag, sizeof flag, "--%s", o->name);
+    *o->value = bench_parse_long(flag, optarg, o->min, o->max);
+  }
+  if (optind < argc) bench_usage_error("unexpected argument '%s'", argv[optind]);
+  free(longs);
+}
+
+static long *find_option(const wl_program *prog, const char *name) {
+  for (int i = 0; i < prog->count; i++)
+    if (strcmp(prog->options[i].name, name) == 0) return prog->options[i].value;
+  return NULL;
+}
+
+long wl_threads(const wl_program *prog) {
+  long *t = find_option(prog, "threads");
+  return t ? *t : 1;
+}
+
+/* ---- Stamps ---- */
+
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t wl_tag(uint64_t stream, uint64_t counter) {
+  return mix64((stream << 40) ^ counter ^ 0x5bd1e9955bd1e995ULL);
+}
+
+/* The word stamped at byte offset `off`; differs per line so a block copied to the wrong
+ * place, or two objects overlapping, shows. */
+static uint64_t stamp_word(uint64_t tag, size_t off) { return tag ^ (off * 0x9e3779b97f4a7c15ULL); }
+
+void wl_stamp(void *object, size_t size, uint64_t tag) {
+  unsigned char *p = object;
+  for (size_t off = 0; off < size; off += 64) {
+    uint64_t w = stamp_word(tag, off);
+    size_t n = size - off < 8 ? size - off : 8;
+    memcpy(p + off, &w, n);
+  }
+}
+
+bool wl_verify(const void *object, size_t size, uint64_t tag) {
+  const unsigned char *p = object;
+  for (size_t off = 0; off < size; off += 64) {
+    uint64_t w = stamp_word(tag, off);
+    size_t n = size - off < 8 ? size - off : 8;
+    if (memcmp(p + off, &w, n) != 0) return false;
+  }
+  return true;
+}
+
+static atomic_long corruptions;
+
+void wl_corrupt(const char *what, const void *object, uint64_t tag) {
+  long n = atomic_fetch_add(&corruptions, 1);
+  if (n < 5)
+    fprintf(stderr, "%s: check failed: %s (object %p, tag %016llx)\n", bench_allocator_name(), what,
+            object, (unsigned long long)tag);
+}
+
+bool wl_check(const char *what, const void *object, size_t size, uint64_t tag) {
+  if (wl_verify(object, size, tag)) return true;
+  wl_corrupt(what, object, tag);
+  return false;
+}
+
+void *wl_malloc(size_t size) {
+  void *p = malloc(size);
+  if (!p) {
+    fprintf(stderr, "malloc(%zu) failed\n", size);
+    exit(1);
+  }
+  return p;
+}
+
+void *wl_realloc(void *object, size_t size) {
+  void *p = realloc(object, size);
+  if (!p) {
+    fprintf(stderr, "realloc(%zu) failed\n", size);
+    exit(1);
+  }
+  return p;
+}
+
+size_t wl_size_between(bench_rng *rng, long min, long max) {
+  return (size_t)min + (size_t)bench_rng_below(rng, (uint64_t)(max - min + 1));
+}
+
+/* ---- Report ---- */
+
+int wl_report(const wl_program *prog, double time_s, uint64_t ops, wl_extra_fn extra, void *ctx,
+              bool valid) {
+  long n = atomic_load(&corruptions);
+  if (n) {
+    fprintf(stderr, "%s: %ld failed checks\n", prog->name, n);
+    valid = false;
+  }
+  bench_json j;
+  bench_json_begin(&j, stdout);
+  bench_json_str(&j, "workload", prog->name);
+  bench_json_object(&j, "params");
+  for (int i = 0; i < prog->count; i++)
+    if (strcmp(prog->options[i].name, "threads") != 0)
+      bench_json_int(&j, prog->options[i].name, *prog->options[i].value);
+  bench_json_end(&j);
+  bench_json_int(&j, "threads", wl_threads(prog));
+  bench_json_allocator(&j);
+  bench_json_object(&j, "results");
+  bench_json_double(&j, "time_s", time_s);
+  bench_json_uint(&j, "ops", ops);
+  bench_json_double(&j, "ops_per_s", time_s > 0 ? (double)ops / time_s : 0.0);
+  if (extra) extra(&j, ctx);
+  bench_json_end(&j);
+  bench_json_memory(&j);
+  bench_json_bool(&j, "valid", valid);
+  bench_json_finish(&j);
+  fprintf(stderr, "%s: %s, %ld threads: %.3f s, %llu ops, %.3g ops/s%s\n", prog->name,
+          bench_allocator_name(), wl_threads(prog), time_s, (unsigned long long)ops,
+          time_s > 0 ? (double)ops / time_s : 0.0, valid ? "" : ", NOT VALID");
+  return valid ? 0 : 1;
+}

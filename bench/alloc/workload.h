@@ -1,0 +1,75 @@
+/* What the allocator workload programs share: a table of integer options (one source for
+ * parsing, --help and the "params" JSON member), the object stamps that let every workload
+ * check its own data, and the one-JSON-object report of DESIGN.md.
+ *
+ * These programs link only bench_common, never libtxalloc: they must measure whatever
+ * malloc LD_PRELOAD puts under them (glibc, jemalloc, tcmalloc, tbbmalloc, mimalloc,
+ * txalloc). */
+#ifndef TXALLOC_BENCH_ALLOC_WORKLOAD_H
+#define TXALLOC_BENCH_ALLOC_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+/* One integer option: --name=N or --name N. `value` holds the default until parsed. */
+typedef struct wl_option {
+  const char *name;
+  long *value;
+  long min, max;
+  const char *help;
+} wl_option;
+
+/* A workload's command line. `scale` names the one option that sets the amount of work
+ * (linearly), so the study harness can scale runs; it must be one of `options`. The
+ * options named "threads" and "seed" are reported at the top level and in params
+ * respectively like any other; "threads" must exist. */
+typedef struct wl_program {
+  const char *name;
+  const char *summary; /* one paragraph for --help: what the workload does, its source */
+  const char *scale;
+  wl_option *options;
+  int count;
+} wl_program;
+
+/* Parses argv against the table: --help prints usage and exits 0; an unknown option, a
+ * missing value or a value out of range prints a message and exits 2. */
+void wl_parse(const wl_program *prog, int argc, char **argv);
+long wl_threads(const wl_program *prog);
+
+/* ---- Object stamps ----
+ * A stamp writes a word derived from `tag` at every 64-byte step of the object (so every
+ * cache line of it is touched, as a program using the object would) and the object's
+ * final bytes; wl_verify checks them. A stamp over `size` bytes verifies over any
+ * prefix length <= size, which is what realloc preserves. */
+void wl_stamp(void *object, size_t size, uint64_t tag);
+bool wl_verify(const void *object, size_t size, uint64_t tag);
+/* Records a failed check (message on stderr for the first few); wl_report then reports
+ * the run as not valid. Thread-safe. */
+void wl_corrupt(const char *what, const void *object, uint64_t tag);
+/* A tag unique per (stream, counter), well mixed so neighbouring objects differ. */
+uint64_t wl_tag(uint64_t stream, uint64_t counter);
+
+/* wl_verify, and wl_corrupt when it fails; returns the verdict. */
+bool wl_check(const char *what, const void *object, size_t size, uint64_t tag);
+
+/* malloc/realloc that end the program (exit 1, message on stderr) on NULL. */
+void *wl_malloc(size_t size);
+void *wl_realloc(void *object, size_t size);
+
+/* ---- Report ----
+ * Writes the run's one JSON object to stdout: workload, params (every option but
+ * threads), threads, allocator, results {time_s, ops, ops_per_s, + extra}, memory,
+ * valid; a one-line summary to stderr. `extra` (may be NULL) adds members to "results".
+ * `valid` is ANDed with "no wl_corrupt call". Returns the exit status: 0 when valid,
+ * 1 otherwise. */
+typedef void (*wl_extra_fn)(bench_json *j, void *ctx);
+int wl_report(const wl_program *prog, double time_s, uint64_t ops, wl_extra_fn extra, void *ctx,
+              bool valid);
+
+/* Random size in [min, max]. */
+size_t wl_size_between(bench_rng *rng, long min, long max);
+
+#endif
