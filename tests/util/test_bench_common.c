@@ -1,6 +1,7 @@
 /* bench_common: the JSON writer's nesting, commas and escaping (parsed back with a
  * strict comparison against the expected text), the argument parsers' accepted ranges,
- * and the RNG's determinism per (seed, stream). */
+ * the RNG's determinism per (seed, stream), and that peak RSS (VmHWM) sees memory the
+ * process touched. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,5 +61,16 @@ int main(void) {
   CHECK(bench_parse_double("--d", "2.5", 0, 3) == 2.5);
   static const char *const names[] = {"list", "hash"};
   CHECK(bench_parse_choice("--s", "hash", names, 2) == 1);
+
+  /* Peak RSS grows by what we touch: 48 MiB written page by page. */
+  long before = bench_peak_rss_kib();
+  CHECK(before > 0);
+  size_t big = 48u << 20;
+  volatile char *p = malloc(big);
+  CHECK(p != NULL);
+  for (size_t off = 0; p && off < big; off += 4096) p[off] = 1;
+  long after = bench_peak_rss_kib();
+  CHECKF(after >= before && after >= (long)(big >> 10), "before %ld after %ld KiB", before, after);
+  free((void *)p);
   return check_exit();
 }

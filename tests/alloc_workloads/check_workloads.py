@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Checks the allocator workload programs (bench/alloc) from the outside, as the study
+harness uses them: each run prints exactly one JSON object of the DESIGN.md shape, names
+the allocator that really served it, checks its own data (valid) and exits 0; bad
+arguments exit 2 with a message; --help exits 0 and names the scale knob.
+
+usage: check_workloads.py BENCH_DIR MODE [LIBRARY...]
+  MODE run      every program with small parameters at 1, 2 and 3 threads (more threads
+                than this machine's cores), expecting the process's own malloc: glibc, or
+                the sanitizer's in sanitizer builds.
+  MODE args     bad arguments -> exit 2 and a message on stderr; --help -> exit 0.
+  MODE preload  for each LIBRARY (NAME=PATH) that exists, LD_PRELOAD it and expect
+                allocator.name == NAME; exit 77 (ctest: skipped) when none exists.
+"""
+import json
+import os
+import subprocess
+import sys
+
+# Small parameters per program: the other options, and the scale knob's value times
+# TXALLOC_TEST_SCALE (the sanitizer runs set it below 1). Each run takes well under 1 s.
+SMALL_KNOB = {
+    "threadtest": 200, "larson": 10, "xmalloc": 200000, "prodcons-batch": 2000,
+    "cache-scratch": 20000, "cache-thrash": 20000, "mallocperf": 1000000, "machias": 300000,
+    "mstress": 200000, "binarytrees": 2,
+}
+SMALL_OTHER = {
+    "threadtest": ["--objects=3000"],
+    "larson": ["--rounds=2", "--objects=500"],
+    "xmalloc": ["--queue=64"],
+    "prodcons-batch": ["--batch=50", "--depth=4"],
+    "cache-scratch": ["--repetitions=50"],
+    "cache-thrash": ["--repetitions=50"],
+    "mallocperf": ["--slots=200"],
+    "machias": ["--sharing=50"],
+    "mstress": ["--slots=200", "--transfer=1000"],
+    "binarytrees": ["--depth=10"],
+}
+SCALE_KNOB = {
+    "threadtest": "rounds", "larson": "generations", "xmalloc": "objects",
+    "prodcons-batch": "batches", "cache-scratch": "iterations", "cache-thrash": "iterations",
+    "mallocperf": "ops", "machias": "pairs", "mstress": "steps", "binarytrees": "passes",
+}
+# Extra runs that exercise a knob's ends.
+EXTRA = [
+    ("machias", ["--pairs=30000", "--sharing=0"]),
+    ("machias", ["--pairs=30000", "--sharing=100", "--window=1"]),
+    ("larson", ["--generations=4", "--rounds=1", "--objects=200", "--min=1", "--max=1"]),
+    ("mstress", ["--steps=20000", "--slots=64", "--longlived=0", "--transfer=1"]),
+    ("threadtest", ["--rounds=5", "--objects=7", "--size=3000"]),
+]
+
+
+def test_scale():
+    try:
+        v = float(os.environ.get("TXALLOC_TEST_SCALE", "1"))
+    except ValueError:
+        v = 1.0
+    return v if v > 0 else 1.0
+
+
+SMALL = {name: [f"--{SCALE_KNOB[name]}={max(1, int(SMALL_KNOB[name] * test_scale()))}"] +
+         SMALL_OTHER[name] for name in SMALL_KNOB}
+TOP_KEYS = ["workload", "params", "threads", "allocator", "results", "memory", "valid"]
+SANITIZER_ALLOCATORS = {"tsan", "asan"}
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg, file=sys.stderr)
+
+
+def run(bench_dir, name, args, env=None, timeout=120):
+    exe = os.path.join(bench_dir, name)
+    return subprocess.run([exe] + args, capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def check_run(bench_dir, name, args, threads, expect, env=None):
+    """Runs once; checks exit 0, one JSON object, keys, values; returns the object."""
+    label = f"{name} {' '.join(args)} --threads={threads}"
+    p = run(bench_dir, name, args + [f"--threads={threads}"], env)
+    if p.returncode != 0:
+        fail(f"{label}: exit {p.returncode}; stderr: {p.stderr.strip()[-2000:]}")
+        return None
+    lines = [l for l in p.stdout.splitlines() if l.strip()]
+    if len(lines) != 1:
+        fail(f"{label}: expected one line of JSON on stdout, got {len(lines)}")
+        return None
+    try:
+        obj = json.loads(lines[0])
+    except json.JSONDecodeError as e:
+        fail(f"{label}: stdout is not JSON ({e}): {lines[0][:200]}")
+        return None
+    missing = [k for k in TOP_KEYS if k not in obj]
+    if missing:
+        fail(f"{label}: missing keys {missing}")
+        return None
+    res = obj["results"]
+    checks = [
+        (obj["workload"] == name, f"workload {obj['workload']!r}"),
+        (obj["threads"] == threads, f"threads {obj['threads']}"),
+        (obj["valid"] is True, "valid is not true"),
+        (SCALE_KNOB[name] in obj["params"], f"params lack the scale knob {SCALE_KNOB[name]}"),
+        ("seed" in obj["params"] and "threads" not in obj["params"], "params: seed/threads"),
+        (all(k in res for k in ("time_s", "ops", "ops_per_s")), f"results keys {list(res)}"),
+        (isinstance(res.get("ops"), int) and res.get("ops", 0) > 0, "results.ops not > 0"),
+        (isinstance(res.get("time_s"), (int, float)) and res.get("time_s", -1) >= 0,
+         "results.time_s"),
+        (obj["memory"].get("peak_rss_kib", 0) > 0, "memory.peak_rss_kib not > 0"),
+        (obj["allocator"].get("name") in expect,
+         f"allocator.name {obj['allocator'].get('name')!r} not in {sorted(expect)}"),
+        (isinstance(obj["allocator"].get("path"), str), "allocator.path"),
+    ]
+    for ok, what in checks:
+        if not ok:
+            fail(f"{label}: {what}")
+    return obj
+
+
+def mode_run(bench_dir):
+    expect = {"glibc"} | SANITIZER_ALLOCATORS
+    for name, args in SMALL.items():
+        for threads in (1, 2, 3):
+            check_run(bench_dir, name, args, threads, expect)
+    for name, args in EXTRA:
+        check_run(bench_dir, name, args, 2, expect)
+    # Same seed, same work: the deterministic counters agree between runs.
+    a = check_run(bench_dir, "mallocperf", SMALL["mallocperf"] + ["--seed=7"], 2, expect)
+    b = check_run(bench_dir, "mallocperf", SMALL["mallocperf"] + ["--seed=7"], 2, expect)
+    c = check_run(bench_dir, "mallocperf", SMALL["mallocperf"] + ["--seed=8"], 2, expect)
+    if a and b and c:
+        if a["results"]["mallocs"] != b["results"]["mallocs"]:
+            fail("mallocperf: same seed, different malloc counts")
+        if a["results"]["mallocs"] == c["results"]["mallocs"]:
+            fail("mallocperf: different seeds, same malloc counts (seed ignored?)")
+    # The sharing knob moves frees between threads.
+    s0 = check_run(bench_dir, "machias", ["--pairs=20000", "--sharing=0"], 2, expect)
+    s100 = check_run(bench_dir, "machias", ["--pairs=20000", "--sharing=100"], 2, expect)
+    if s0 and s0["results"]["remote_frees"] != 0:
+        fail("machias --sharing=0: remote frees happened")
+    if s100 and s100["results"]["remote_frees"] == 0:
+        fail("machias --sharing=100: no remote frees")
+
+
+BAD_ARGS = [
+    ["--bogus"],
+    ["--threads=0"],
+    ["--threads=abc"],
+    ["--threads"],
+    ["--seed=-1"],
+    ["stray"],
+]
+
+
+def mode_args(bench_dir):
+    for name in SMALL:
+        knob = SCALE_KNOB[name]
+        for args in BAD_ARGS + [[f"--{knob}=0"], [f"--{knob}=12x"]]:
+            p = run(bench_dir, name, args)
+            if p.returncode != 2:
+                fail(f"{name} {' '.join(args)}: exit {p.returncode}, expected 2")
+            elif not p.stderr.strip() or p.stdout.strip():
+                fail(f"{name} {' '.join(args)}: expected a message on stderr and no stdout")
+        p = run(bench_dir, name, ["--help"])
+        if p.returncode != 0 or "scale knob" not in p.stdout or f"--{knob}" not in p.stdout:
+            fail(f"{name} --help: exit {p.returncode}, or no scale knob --{knob} in the text")
+    for name in ("larson", "xmalloc", "mallocperf", "machias", "prodcons-batch"):
+        p = run(bench_dir, name, ["--min=100", "--max=10"])
+        if p.returncode != 2:
+            fail(f"{name} --min > --max: exit {p.returncode}, expected 2")
+    p = run(bench_dir, "machias", ["--sharing=101"])
+    if p.returncode != 2:
+        fail(f"machias --sharing=101: exit {p.returncode}, expected 2")
+
+
+def mode_preload(bench_dir, libraries):
+    found = 0
+    for spec in libraries:
+        lib_name, path = spec.split("=", 1)
+        if not os.path.exists(path):
+            print(f"skip {lib_name}: {path} not installed", file=sys.stderr)
+            continue
+        found += 1
+        env = dict(os.environ, LD_PRELOAD=path)
+        for name, args in SMALL.items():
+            check_run(bench_dir, name, args, 2, {lib_name}, env)
+    if not found:
+        print("no library to preload is installed", file=sys.stderr)
+        sys.exit(77)
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    bench_dir, mode = sys.argv[1], sys.argv[2]
+    if mode == "run":
+        mode_run(bench_dir)
+    elif mode == "args":
+        mode_args(bench_dir)
+    elif mode == "preload":
+        mode_preload(bench_dir, sys.argv[3:])
+    else:
+        print(f"unknown mode {mode}", file=sys.stderr)
+        sys.exit(2)
+    print(f"{len(failures)} failures", file=sys.stderr)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
