@@ -1,0 +1,49 @@
+/* tx_args.h: long options. */
+#include "tx_args.h"
+
+#include <string.h>
+
+#include "bench.h"
+
+void tx_args_begin(tx_args *a, int argc, char **argv) {
+  a->argc = argc;
+  a->argv = argv;
+  a->next = 1;
+  a->name = NULL;
+  a->value = NULL;
+}
+
+bool tx_args_next(tx_args *a) {
+  if (a->next >= a->argc) return false;
+  const char *arg = a->argv[a->next++];
+  if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+    a->name = "help";
+    a->value = NULL;
+    return true;
+  }
+  if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+    bench_usage_error("unexpected argument '%s'", arg);
+  const char *name = arg + 2;
+  const char *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+  if (len >= sizeof a->name_buf) bench_usage_error("option name too long: '%s'", arg);
+  memcpy(a->name_buf, name, len);
+  a->name_buf[len] = '\0';
+  a->name = a->name_buf;
+  if (eq) {
+    a->value = eq + 1;
+  } else {
+    if (a->next >= a->argc) bench_usage_error("--%s needs a value", a->name);
+    a->value = a->argv[a->next++];
+  }
+  return true;
+}
+
+bool tx_args_is(const tx_args *a, const char *name) {
+  const char *p = a->name, *q = name;
+  for (; *p && *q; p++, q++) {
+    char x = *p == '_' ? '-' : *p, y = *q == '_' ? '-' : *q;
+    if (x != y) return false;
+  }
+  return *p == *q;
+}

@@ -1,0 +1,132 @@
+/* tx_backend.h for txalloc's runtime: every option of the txalloc table is a flag, the
+ * "tm" JSON object lists the options of the "tm" and "txmem" layers, and tm_stats_get
+ * provides commits, aborts by cause and the true/false conflict classification. */
+#include <math.h>
+#include <string.h>
+
+#include "tx_backend.h"
+#include "txalloc/options.h"
+#include "txalloc/tm.h"
+
+void tx_backend_usage(FILE *out) {
+  fprintf(out, "\nTM and allocator options (also read from TXALLOC_<NAME> variables):\n");
+  for (size_t i = 0; i < txalloc_option_count(); i++) {
+    const txalloc_option_info *o = txalloc_option_at(i);
+    char flag[96], value[64];
+    snprintf(flag, sizeof flag, "--%s", o->name);
+    for (char *c = flag; *c; c++)
+      if (*c == '_') *c = '-';
+    txalloc_option_format(i, value, sizeof value);
+    char range[128];
+    switch (o->type) {
+    case TXALLOC_OPTION_BOOL: snprintf(range, sizeof range, "0|1"); break;
+    case TXALLOC_OPTION_CHOICE: snprintf(range, sizeof range, "%s", o->choices); break;
+    default: snprintf(range, sizeof range, "%ld..%ld", o->min, o->max); break;
+    }
+    fprintf(out, "  %-22s %s [%s; now %s] (%s layer)\n", flag, o->doc, range, value, o->layer);
+  }
+}
+
+bool tx_backend_flag(const char *name, const char *value) {
+  if (txalloc_option_find(name) < 0) return false;
+  char err[512];
+  if (txalloc_option_set(name, value, err, sizeof err) != 0)
+    bench_usage_error("--%s: %s", name, err);
+  return true;
+}
+
+static tm_stats snapshot;
+static bool have_snapshot;
+
+void tx_backend_stats_reset(void) {
+  tm_stats_reset();
+  have_snapshot = false;
+}
+
+void tx_backend_stats_snapshot(void) {
+  tm_stats_get(&snapshot);
+  have_snapshot = true;
+}
+
+static void stats_get(tm_stats *out) {
+  if (have_snapshot)
+    *out = snapshot;
+  else
+    tm_stats_get(out);
+}
+
+static void json_option(bench_json *j, const char *key, size_t index) {
+  const txalloc_option_info *o = txalloc_option_at(index);
+  char text[128];
+  switch (o->type) {
+  case TXALLOC_OPTION_BOOL: bench_json_bool(j, key, txalloc_option_value(index) != 0); break;
+  case TXALLOC_OPTION_CHOICE:
+    txalloc_option_format(index, text, sizeof text);
+    bench_json_str(j, key, text);
+    break;
+  default: bench_json_int(j, key, txalloc_option_value(index)); break;
+  }
+}
+
+void tx_backend_json_tm(bench_json *j) {
+  bench_json_object(j, "tm");
+  int backend = txalloc_option_find("tm");
+  if (backend >= 0)
+    json_option(j, "backend", (size_t)backend);
+  else
+    bench_json_str(j, "backend", "txalloc");
+  for (size_t i = 0; i < txalloc_option_count(); i++) {
+    const txalloc_option_info *o = txalloc_option_at(i);
+    if ((int)i == backend) continue;
+    if (strcmp(o->layer, "tm") == 0 || strcmp(o->layer, "txmem") == 0) json_option(j, o->name, i);
+  }
+  bench_json_end(j);
+}
+
+static double ratio(uint64_t part, uint64_t whole) {
+  return whole ? (double)part / (double)whole : NAN; /* NAN is written as null */
+}
+
+void tx_backend_json_result_counts(bench_json *j) {
+  tm_stats s;
+  stats_get(&s);
+  bench_json_uint(j, "commits", s.commits);
+  bench_json_uint(j, "aborts", s.aborts);
+  bench_json_double(j, "abort_rate", ratio(s.aborts, s.commits + s.aborts));
+}
+
+void tx_backend_json_stats(bench_json *j) {
+  tm_stats s;
+  stats_get(&s);
+  uint64_t conflicts = s.true_conflicts + s.false_conflicts + s.unknown_conflicts;
+  bench_json_object(j, "tm_stats");
+  bench_json_uint(j, "commits", s.commits);
+  bench_json_uint(j, "commits_read_only", s.commits_read_only);
+  bench_json_uint(j, "commits_irrevocable", s.commits_irrevocable);
+  bench_json_uint(j, "aborts", s.aborts);
+  bench_json_object(j, "aborts_by_cause");
+  for (int c = 0; c < TM_ABORT_CAUSE_COUNT; c++)
+    bench_json_uint(j, tm_abort_cause_name((tm_abort_cause)c), s.aborts_by_cause[c]);
+  bench_json_end(j);
+  bench_json_uint(j, "true_conflicts", s.true_conflicts);
+  bench_json_uint(j, "false_conflicts", s.false_conflicts);
+  bench_json_uint(j, "unknown_conflicts", s.unknown_conflicts);
+  /* Share of the classified conflict aborts that were false; null without conflicts. */
+  bench_json_double(j, "false_conflict_share", ratio(s.false_conflicts, conflicts));
+  bench_json_uint(j, "max_consecutive_aborts", s.max_consecutive_aborts);
+  bench_json_array(j, "retry_histogram");
+  for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++)
+    bench_json_uint(j, NULL, s.retry_histogram[k]);
+  bench_json_end(j);
+  bench_json_end(j);
+}
+
+void tx_backend_describe(FILE *out) {
+  tm_stats s;
+  stats_get(&s);
+  uint64_t conflicts = s.true_conflicts + s.false_conflicts + s.unknown_conflicts;
+  fprintf(out, "tm: %llu commits, %llu aborts (%.1f%%), %llu conflicts of which %llu false\n",
+          (unsigned long long)s.commits, (unsigned long long)s.aborts,
+          100.0 * (s.commits + s.aborts ? (double)s.aborts / (double)(s.commits + s.aborts) : 0),
+          (unsigned long long)conflicts, (unsigned long long)s.false_conflicts);
+}

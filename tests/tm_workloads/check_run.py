@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Runs a transactional workload program (build/bench/intset, bank, tx-machias, their -itm
+twins) and checks what it promises: exit status, exactly one JSON object on stdout in the
+shape of DESIGN.md, "valid": true, and the options it was given echoed in the JSON.
+
+  check_run.py [options] -- PROGRAM [ARGS...]
+    --each NAME=V1,V2,...  run once per value of --NAME (several --each: the product);
+                           NAME=@ takes every choice that PROGRAM --help lists for --NAME
+    --env VAR=VALUE        set in the program's environment
+    --help-test            check that PROGRAM --help prints a usage text and exits 0
+    --bad "ARGS"           check that PROGRAM ARGS exits 2 with a message on stderr and
+                           nothing on stdout (repeatable)
+--duration values are multiplied by TXALLOC_TEST_SCALE (sanitizer builds run shorter)."""
+import itertools
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+TIMEOUT_S = 120
+
+
+def fail(message):
+    print("FAIL: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def scaled(args):
+    scale = float(os.environ.get("TXALLOC_TEST_SCALE", "1") or 1)
+    out = list(args)
+    for i, a in enumerate(out[:-1]):
+        if a == "--duration":
+            out[i + 1] = "%g" % max(0.05, float(out[i + 1]) * scale)
+    return out
+
+
+def run(cmd, env):
+    print("+ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr, flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                       timeout=TIMEOUT_S, text=True)
+    return p
+
+
+def help_choices(program, env, name):
+    p = run([program, "--help"], env)
+    m = re.search(r"--%s\s.*?\[([^;\]]+)" % re.escape(name.replace("_", "-")), p.stdout)
+    if not m or "|" not in m.group(1):
+        fail("%s --help lists no choices for --%s" % (program, name))
+    return m.group(1).split("|")
+
+
+def flag_value(args, name):
+    for i, a in enumerate(args[:-1]):
+        if a.lstrip("-").replace("-", "_") == name.replace("-", "_"):
+            return args[i + 1]
+    return None
+
+
+def check_json(cmd, p):
+    lines = [l for l in p.stdout.splitlines() if l.strip()]
+    if len(lines) != 1:
+        fail("expected exactly one JSON line on stdout, got %d:\n%s" % (len(lines), p.stdout))
+    try:
+        d = json.loads(lines[0])
+    except ValueError as e:
+        fail("stdout is not JSON (%s): %s" % (e, lines[0][:500]))
+    for key in ("workload", "params", "threads", "allocator", "tm", "results", "memory", "valid"):
+        if key not in d:
+            fail("JSON lacks %r: %s" % (key, lines[0][:500]))
+    for key in ("ops_per_s", "time_s"):
+        if key not in d["results"]:
+            fail("results lack %r" % key)
+    if d["valid"] is not True:
+        fail("run not valid: %s" % d.get("error", lines[0][:500]))
+    tm = d["tm"]
+    if tm.get("backend") == "libitm":
+        if tm.get("method") != (os.environ.get("ITM_DEFAULT_METHOD") or "default"):
+            fail("tm.method %r does not match ITM_DEFAULT_METHOD" % tm.get("method"))
+    else:
+        for key in ("commits", "aborts", "abort_rate"):
+            if key not in d["results"]:
+                fail("results lack %r" % key)
+        stats = d.get("tm_stats")
+        if not stats or "aborts_by_cause" not in stats or "false_conflict_share" not in stats:
+            fail("tm_stats missing or incomplete")
+        if stats["commits"] <= 0:
+            fail("no commits counted")
+        # Options given on the command line must be what the JSON reports.
+        args = cmd[1:]
+        for i, a in enumerate(args[:-1]):
+            if not a.startswith("--"):
+                continue
+            name = a[2:].replace("-", "_")
+            key = "backend" if name == "tm" else name
+            if key in tm and str(tm[key]).lower() != args[i + 1].lower():
+                if not (isinstance(tm[key], bool) and args[i + 1] in ("0", "1")):
+                    fail("tm.%s is %r, the command line said %r" % (key, tm[key], args[i + 1]))
+    params = d["params"]
+    for name, value in params.items():
+        given = flag_value(cmd[1:], name)
+        if given is not None and str(value) != given and name not in ("node_size",):
+            fail("params.%s is %r, the command line said %r" % (name, value, given))
+    return d
+
+
+def main():
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        fail("usage: check_run.py [options] -- PROGRAM [ARGS...]")
+    sep = argv.index("--")
+    opts, cmd = argv[:sep], argv[sep + 1:]
+    program, base = cmd[0], cmd[1:]
+    env = dict(os.environ)
+    each, bad, help_test = [], [], False
+    i = 0
+    while i < len(opts):
+        o = opts[i]
+        if o == "--each":
+            name, _, values = opts[i + 1].partition("=")
+            each.append((name, values))
+            i += 2
+        elif o == "--env":
+            var, _, value = opts[i + 1].partition("=")
+            env[var] = value
+            os.environ[var] = value
+            i += 2
+        elif o == "--bad":
+            bad.append(shlex.split(opts[i + 1]))
+            i += 2
+        elif o == "--help-test":
+            help_test = True
+            i += 1
+        else:
+            fail("unknown option " + o)
+
+    if help_test:
+        p = run([program, "--help"], env)
+        if p.returncode != 0 or "usage" not in p.stdout:
+            fail("--help: exit %d, stdout %r" % (p.returncode, p.stdout[:200]))
+    for args in bad:
+        p = run([program] + args, env)
+        if p.returncode != 2 or p.stdout.strip() or not p.stderr.strip():
+            fail("%s: exit %d (2 expected), stdout %r, stderr %r"
+                 % (args, p.returncode, p.stdout[:200], p.stderr[:200]))
+    if help_test or bad:
+        if not each and not base:
+            print("ok", file=sys.stderr)
+            return
+
+    axes = []
+    for name, values in each:
+        vals = help_choices(program, env, name) if values == "@" else values.split(",")
+        axes.append([(name, v) for v in vals])
+    runs = 0
+    for combo in itertools.product(*axes) if axes else [()]:
+        args = list(base)
+        for name, value in combo:
+            args += ["--" + name, value]
+        full = [program] + scaled(args)
+        p = run(full, env)
+        if p.returncode != 0:
+            fail("exit %d\nstderr: %s\nstdout: %s" % (p.returncode, p.stderr[-2000:], p.stdout[-2000:]))
+        d = check_json(full, p)
+        print("  ok: %s ops/s, valid" % round(d["results"]["ops_per_s"]), file=sys.stderr)
+        runs += 1
+    print("%d runs ok" % runs, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
