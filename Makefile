@@ -11,15 +11,22 @@ SANITIZER_TEST_SCALE ?= 0.2
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS)
 SOURCES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 
-.PHONY: all build test test-release test-tsan test-asan format format-check install clean
+# The study harness (python/): a virtual environment with the `txalloc` CLI and its pinned
+# dependencies from PyPI, rebuilt only when python/pyproject.toml changes.
+VENV       ?= .venv
+PYTHON3    ?= python3
+VENV_STAMP  = $(VENV)/.installed
+
+.PHONY: all build test test-release test-tsan test-asan test-python venv study format format-check install clean
 
 all: build
+	@$(MAKE) --no-print-directory venv || echo "make: $(VENV) could not be built (is PyPI reachable?); 'make study' needs it"
 
 build:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: format-check test-release test-tsan test-asan
+test: format-check test-release test-tsan test-asan test-python
 
 test-release: build
 	$(CTEST) --test-dir $(BUILD)
@@ -35,6 +42,21 @@ test-asan:
 	cmake --build build-asan -j $(JOBS)
 	TXALLOC_TEST_SCALE=$(SANITIZER_TEST_SCALE) ASAN_OPTIONS="detect_leaks=1 abort_on_error=0" \
 	  UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1" $(CTEST) --test-dir build-asan -LE slow
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): python/pyproject.toml
+	$(PYTHON3) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e 'python[test]'
+	touch $@
+
+test-python: venv
+	$(VENV)/bin/python -m pytest -q python/tests
+
+# The README's main command: builds what is missing, adds missing peer allocators when it
+# can (root + apt-get; otherwise says how), runs the default study, prints the report path.
+study: build venv
+	$(VENV)/bin/txalloc study default --install-peers --build-dir $(BUILD)
 
 format:
 	clang-format -i $(SOURCES)

@@ -1,0 +1,213 @@
+"""The `txalloc` command: `study`, `report`, `peers`, `specs`."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shlex
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import allocators as alloc_mod
+from . import metadata, report, runner
+from .paths import default_build_dir, repo_root
+from .spec import SpecError, bundled_specs, load_registries, load_spec, parse_spec
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def with_repetitions(raw: dict, n: int) -> dict:
+    """The spec data with every repetition count (spec, runs, modes) set to n."""
+    raw = copy.deepcopy(raw)
+    raw["repetitions"] = n
+    for run in raw.get("run", []):
+        if isinstance(run, dict):
+            run.pop("repetitions", None)
+    modes = raw.setdefault("modes", {})
+    for m in ("quick", "full"):
+        if isinstance(modes.get(m, {}), dict):
+            modes.setdefault(m, {})["repetitions"] = n
+    return raw
+
+
+def _parse_allocators(text: str | None, known: dict) -> list[str] | None:
+    if not text:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in known:
+            raise SpecError(f"--allocators: unknown allocator '{n}' (known: {', '.join(sorted(known))})")
+    if not names:
+        raise SpecError("--allocators: no allocator named")
+    return list(dict.fromkeys(names))
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    build_dir = Path(args.build_dir).resolve() if args.build_dir else default_build_dir()
+    repo = repo_root()
+    if args.resume:
+        study_dir = Path(args.resume).resolve()
+        study = report.load_study(study_dir)
+        spec = parse_spec(study["spec"], study["spec_source"], study["spec_name"])
+        mode = study["mode"]
+        names = study["allocators"]
+        build_dir = Path(study["metadata"]["build_dir"]) if not args.build_dir else build_dir
+        if args.spec or args.quick or args.full or args.allocators:
+            print("txalloc: --resume continues the study as it was started; other study options are ignored",
+                  file=sys.stderr)
+    else:
+        spec = load_spec(args.spec or "default")
+        if args.repetitions:
+            spec = parse_spec(with_repetitions(spec.raw, args.repetitions), spec.source, spec.name)
+        mode = "quick" if args.quick else "full" if args.full else "normal"
+        names = _parse_allocators(args.allocators, spec.allocator_defs) or spec.allocators
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        parent = Path(args.out).resolve() if args.out else repo / "results"
+        study_dir = parent / f"{spec.name}-{stamp}"
+        study = None
+
+    if args.install_peers:
+        found = alloc_mod.locate_all([spec.allocator_defs[n] for n in names], build_dir)
+        alloc_mod.install_missing(found)
+
+    plan = runner.make_plan(spec, mode, build_dir, names)
+    cells = runner.schedule(plan)
+    for note in plan.notes:
+        print(f"txalloc: {note}", file=sys.stderr)
+    if args.dry_run:
+        print(f"spec {spec.name} ({spec.source}), mode {mode}: {len(plan.rows)} rows x "
+              f"{len(plan.allocators)} allocators = {len(cells)} runs")
+        for row in plan.rows:
+            print(f"  {row.label} x{row.repetitions}: "
+                  + " ".join(runner.command_line(spec.workloads[row.workload], plan.programs[row.workload],
+                                                 row.params_dict, row.threads)))
+        return 0
+
+    if study is None:
+        study_dir.mkdir(parents=True, exist_ok=False)
+        options = {
+            "spec": args.spec or "default", "mode": mode, "allocators": names, "out": str(study_dir),
+            "build_dir": str(build_dir), "repetitions_override": args.repetitions,
+        }
+        study = {
+            "spec_name": spec.name,
+            "spec_source": spec.source,
+            "spec": spec.raw,
+            "mode": mode,
+            "allocators": names,
+            "allocators_available": [a.name for a in plan.allocators],
+            "notes": plan.notes,
+            "cells_planned": len(cells),
+            "started": _now(),
+            "finished": None,
+            "command": "txalloc " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+            "options": options,
+            "metadata": metadata.collect(repo, build_dir, plan.allocators + plan.missing_allocators, options),
+        }
+    else:
+        study["notes"] = plan.notes
+        study["allocators_available"] = [a.name for a in plan.allocators]
+        study["cells_planned"] = len(cells)
+    (study_dir / runner.STUDY_FILE).write_text(json.dumps(study, indent=2, sort_keys=True))
+    print(f"txalloc: study {spec.name} ({mode}): {len(plan.rows)} rows x {len(plan.allocators)} allocators, "
+          f"{len(cells)} runs, into {study_dir}", file=sys.stderr)
+    if not cells:
+        print("txalloc: nothing to run (no workload program built, or no allocator available)", file=sys.stderr)
+
+    try:
+        runner.execute(plan, study_dir)
+    except KeyboardInterrupt:
+        print(f"\ntxalloc: interrupted; resume with: txalloc study --resume {study_dir}", file=sys.stderr)
+        report.render(study_dir)
+        return 130
+    study["finished"] = _now()
+    (study_dir / runner.STUDY_FILE).write_text(json.dumps(study, indent=2, sort_keys=True))
+    path = report.render(study_dir)
+    print(f"txalloc: report: {path}", file=sys.stderr)
+    print(path)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = report.render(Path(args.dir))
+    print(path)
+    return 0
+
+
+def cmd_peers(args: argparse.Namespace) -> int:
+    build_dir = Path(args.build_dir).resolve() if args.build_dir else default_build_dir()
+    _, defs = load_registries()
+    found = alloc_mod.locate_all(list(defs.values()), build_dir)
+    if args.install:
+        alloc_mod.install_missing(found)
+        found = alloc_mod.locate_all(list(defs.values()), build_dir)
+    for f in found:
+        where = f.path or ("(system malloc)" if f.available else f.missing_reason)
+        version = f" {f.definition.package} {f.package_version}" if f.package_version else ""
+        print(f"{f.name:10} {'ok' if f.available else 'missing':8} {where}{version}")
+    return 0
+
+
+def cmd_specs(args: argparse.Namespace) -> int:
+    for name in bundled_specs():
+        spec = load_spec(name)
+        first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
+        print(f"{name:10} {first}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="txalloc", description="txalloc study harness (see docs/study.md)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("study", help="run a study and write its report")
+    s.add_argument("spec", nargs="?", help=f"bundled spec name ({', '.join(bundled_specs())}) or TOML file; "
+                                          "default: default")
+    s.add_argument("--out", metavar="DIR", help="write the study directory under DIR (default: results/)")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="fewer repetitions, smaller workloads")
+    g.add_argument("--full", action="store_true", help="more repetitions, larger workloads")
+    s.add_argument("--allocators", metavar="A,B", help="compare only these allocators")
+    s.add_argument("--repetitions", type=int, metavar="N", help="repetitions per cell, overriding the spec")
+    s.add_argument("--resume", metavar="DIR", help="continue an interrupted study in DIR")
+    s.add_argument("--build-dir", metavar="DIR", help="the CMake build directory (default: build/)")
+    s.add_argument("--install-peers", action="store_true",
+                   help="apt-get install missing peer allocators when root (else print how)")
+    s.add_argument("--dry-run", action="store_true", help="print the plan and the command lines; run nothing")
+    s.set_defaults(func=cmd_study)
+
+    r = sub.add_parser("report", help="re-render the report of a study directory")
+    r.add_argument("dir")
+    r.set_defaults(func=cmd_report)
+
+    pe = sub.add_parser("peers", help="list the allocators found on this machine")
+    pe.add_argument("--install", action="store_true", help="apt-get install the missing ones when root")
+    pe.add_argument("--build-dir", metavar="DIR")
+    pe.set_defaults(func=cmd_peers)
+
+    sp = sub.add_parser("specs", help="list the bundled specs")
+    sp.set_defaults(func=cmd_specs)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "repetitions", None) is not None and args.repetitions < 1:
+        print("txalloc: --repetitions must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except SpecError as e:
+        print(f"txalloc: bad spec: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"txalloc: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Writing a study's outputs from its directory: results.csv (one line per run),
+summary.csv (one line per row and allocator), plots/*.png and report.md. Everything here
+reads only study.json and results.jsonl, so `txalloc report DIR` can re-render any time."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from . import plots
+from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
+from .runner import RESULTS_FILE, STUDY_FILE, load_records
+from .spec import parse_spec
+
+
+def load_study(study_dir: Path) -> dict:
+    path = study_dir / STUDY_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{study_dir}: not a study directory (no {STUDY_FILE})")
+    return json.loads(path.read_text())
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if v == 0:
+        return "0"
+    mag = abs(v)
+    if mag >= 1e6 or mag < 1e-3:
+        return f"{v:.{digits}g}"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(mag))))
+    return f"{v:.{decimals}f}"
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100.0 * v:.1f}%"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _ratio_cell(r: RowResult, a: str) -> str:
+    if a in r.ratios:
+        text = f"{r.ratios[a]:.2f}"
+        return f"**{text}**" if a == r.best else text
+    if r.failures.get(a):
+        return "fail"
+    return "–"
+
+
+def ratio_table(an: Analysis, rows: list[RowResult], allocs: list[str]) -> str:
+    """Rows × allocators, each cell the median's ratio to the row's best (1.00 = best,
+    bold), then the geometric mean per allocator for each thread count and overall."""
+    body = []
+    for r in rows:
+        unit = "ops/s" if r.higher_is_better else "s"
+        best = r.summaries[r.best].median if r.best else None
+        body.append([r.label, str(r.threads), f"{_fmt(best)} {unit}" if best else "–"]
+                    + [_ratio_cell(r, a) for a in allocs])
+    for t in sorted({r.threads for r in rows}):
+        gm = geometric_means([r for r in rows if r.threads == t], allocs)
+        body.append([f"*geometric mean, {t} thread{'s' if t > 1 else ''}*", str(t), ""]
+                    + [f"*{gm[a][0]:.2f}*" if gm[a][1] else "–" for a in allocs])
+    if len({r.threads for r in rows}) > 1:
+        gm = geometric_means(rows, allocs)
+        body.append(["*geometric mean, all rows*", "", ""] + [f"*{gm[a][0]:.2f}*" if gm[a][1] else "–" for a in allocs])
+    return _table(["workload", "threads", "best median"] + allocs, body)
+
+
+def detail_table(rows: list[RowResult], allocs: list[str]) -> str:
+    body = []
+    for r in rows:
+        cells = []
+        for a in allocs:
+            s = r.summaries.get(a)
+            if s is None:
+                cells.append("fail" if r.failures.get(a) else "–")
+                continue
+            ci = "" if math.isnan(s.ci_half_width) else f" ± {_fmt(s.ci_half_width, 2)}"
+            cells.append(f"{_fmt(s.median)} (mean {_fmt(s.mean)}{ci}, n={s.n})")
+        body.append([r.label, str(r.threads), r.metric] + cells)
+    return _table(["workload", "threads", "metric"] + allocs, body)
+
+
+def tm_table(rows: list[RowResult], allocs: list[str]) -> str:
+    body = []
+    for r in rows:
+        cells = []
+        for a in allocs:
+            f = r.tm.get(a)
+            if f is None:
+                cells.append("–")
+                continue
+            cells.append(f"{_pct(f.abort_rate)} / {_pct(f.false_share)}")
+        body.append([r.label, str(r.threads)] + cells)
+    return _table(["workload", "threads"] + [f"{a}: aborts / false" for a in allocs], body)
+
+
+def cause_table(rows: list[RowResult], allocs: list[str]) -> str:
+    causes = sorted({c for r in rows for f in r.tm.values() for c in f.aborts_by_cause})
+    if not causes:
+        return ""
+    body = []
+    for r in rows:
+        for a in allocs:
+            f = r.tm.get(a)
+            if f is None:
+                continue
+            body.append([r.label, str(r.threads), a, _fmt(f.commits / max(1, f.runs))]
+                        + [_fmt(f.aborts_by_cause.get(c, 0.0)) for c in causes])
+    return _table(["workload", "threads", "allocator", "commits/run"] + [f"{c}/run" for c in causes], body)
+
+
+def memory_table(rows: list[RowResult], allocs: list[str]) -> str:
+    body = []
+    for r in rows:
+        if not r.peak_rss_kib:
+            continue
+        body.append([r.label, str(r.threads)] + [_fmt(r.peak_rss_kib.get(a)) for a in allocs])
+    return _table(["workload", "threads"] + [f"{a} (KiB)" for a in allocs], body) if body else ""
+
+
+def _first_line(text: str | None) -> str:
+    for line in (text or "").strip().splitlines()[::-1]:
+        if line.strip():
+            return line.strip()[:160].replace("|", "\\|")
+    return ""
+
+
+def failure_table(failures: list[dict]) -> str:
+    body = []
+    for f in failures:
+        params = " ".join(f"{k}={v}" for k, v in sorted((f.get("params") or {}).items()))
+        body.append([f.get("status", "?"), f"{f['workload']} {params} t={f['threads']}", f["allocator"],
+                     str(f.get("rep", 0) + 1), (f.get("error") or "").replace("|", "\\|"), _first_line(f.get("stderr"))])
+    return _table(["status", "cell", "allocator", "rep", "error", "last stderr line"], body)
+
+
+def write_csvs(study_dir: Path, records: list[dict], an: Analysis) -> None:
+    param_names = sorted({k for r in records for k in (r.get("params") or {})})
+    with open(study_dir / "results.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", *param_names, "threads", "allocator", "rep", "status", "wall_s",
+                    "time_s", "ops_per_s", "peak_rss_kib", "commits", "aborts", "true_conflicts",
+                    "false_conflicts", "error"])
+        for r in records:
+            res = r.get("result") or {}
+            results = res.get("results") or {}
+            tm = res.get("tm_stats") or {}
+            mem = res.get("memory") or {}
+            p = r.get("params") or {}
+            w.writerow([r["workload"], *[p.get(k, "") for k in param_names], r["threads"], r["allocator"],
+                        r.get("rep", 0), r.get("status"), r.get("wall_s", ""), results.get("time_s", ""),
+                        results.get("ops_per_s", ""), mem.get("peak_rss_kib", ""), tm.get("commits", ""),
+                        tm.get("aborts", ""), tm.get("true_conflicts", ""), tm.get("false_conflicts", ""),
+                        r.get("error", "")])
+    with open(study_dir / "summary.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "label", "threads", "allocator", "metric", "n", "median", "mean", "stdev",
+                    "ci95_low", "ci95_high", "ratio_to_best", "abort_rate", "false_conflict_share",
+                    "peak_rss_kib", "failures"])
+        for row in an.rows:
+            for a in an.allocators:
+                s = row.summaries.get(a)
+                if s is None and not row.failures.get(a):
+                    continue
+                tm = row.tm.get(a)
+                w.writerow([row.workload, row.label, row.threads, a, row.metric,
+                            s.n if s else 0, s.median if s else "", s.mean if s else "", s.stdev if s else "",
+                            s.ci_low if s else "", s.ci_high if s else "", row.ratios.get(a, ""),
+                            tm.abort_rate if tm and tm.abort_rate is not None else "",
+                            tm.false_share if tm and tm.false_share is not None else "",
+                            row.peak_rss_kib.get(a, ""), row.failures.get(a, 0)])
+
+
+def _metadata_section(meta: dict[str, Any]) -> str:
+    lines = ["## Machine and software\n"]
+    simple = [("CPU", meta.get("cpu_model")), ("cores", f"{meta.get('cores')} ({meta.get('cores_usable')} usable)"),
+              ("kernel", meta.get("kernel")), ("compiler", meta.get("compiler")), ("glibc", meta.get("glibc")),
+              ("python / matplotlib", f"{meta.get('python')} / {meta.get('matplotlib')}"),
+              ("txalloc revision", meta.get("txalloc_revision")), ("build directory", meta.get("build_dir"))]
+    lines += [f"- **{k}**: {v}" for k, v in simple]
+    env = meta.get("txalloc_env") or {}
+    lines.append(f"- **TXALLOC_ environment**: {', '.join(f'{k}={v}' for k, v in env.items()) or 'none'}")
+    lines.append("")
+    caches = meta.get("caches") or []
+    if caches:
+        lines.append(_table(["level", "type", "size", "ways", "line", "sets", "shared with CPUs"],
+                            [[c.get("level", ""), c.get("type", ""), c.get("size", ""), c.get("ways", ""),
+                              c.get("line_bytes", ""), c.get("sets", ""), c.get("shared_cpus", "")] for c in caches]))
+    return "\n".join(lines) + "\n"
+
+
+def _allocator_section(study: dict, an: Analysis, records: list[dict]) -> str:
+    served = {}
+    for r in records:
+        if r.get("status") == "ok":
+            served[r["allocator"]] = served.get(r["allocator"], 0) + 1
+    body = []
+    for a in study["metadata"].get("allocators", []):
+        if a["available"]:
+            state = f"{served.get(a['name'], 0)} runs verified"
+        else:
+            state = f"missing: {a.get('missing_reason')}"
+        body.append([a["name"], state, a.get("library") or "(system malloc)",
+                     f"{a.get('package') or ''} {a.get('package_version') or ''}".strip() or "–"])
+    return _table(["allocator", "status", "library", "package version"], body)
+
+
+def render(study_dir: Path) -> Path:
+    study_dir = Path(study_dir)
+    study = load_study(study_dir)
+    records = load_records(study_dir)
+    spec = parse_spec(study["spec"], study.get("spec_source", "study.json"), study.get("spec_name", "study"))
+    allocs = study.get("allocators_available") or study.get("allocators") or []
+    an = analyze(records, spec.workloads, allocs)
+    cols = [a for a in an.allocators if any(a in r.summaries or a in r.failures for r in an.rows)] or allocs
+    write_csvs(study_dir, records, an)
+    plot_paths = plots.render_all(an, study_dir / "plots")
+
+    ok = sum(1 for r in records if r.get("status") == "ok")
+    planned = study.get("cells_planned")
+    out = [f"# Study `{study.get('spec_name')}`\n"]
+    if spec.description:
+        out.append(spec.description.strip() + "\n")
+    out.append(
+        f"- spec: `{study.get('spec_source')}`, mode **{study.get('mode')}**, "
+        f"started {study.get('started')}, finished {study.get('finished') or 'not yet (interrupted?)'}\n"
+        f"- runs recorded: {len(records)} of {planned} planned; {ok} ok, {len(records) - ok} failed\n"
+        f"- command: `{study.get('command', '')}`\n"
+        f"- each number is the median of the repetitions; ratios are to the best allocator of the "
+        f"same row (1.00 = best, higher = worse: time/best time, or best throughput/throughput)\n"
+    )
+    if records and planned and len(records) < planned:
+        out.append(f"\n**Incomplete study**: resume with `txalloc study --resume {study_dir}`.\n")
+    notes = study.get("notes") or []
+    if notes:
+        out.append("\n## Notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
+    out.append("\n## Allocators\n\n" + _allocator_section(study, an, records))
+
+    for group, title in (("alloc", "Allocator suite"), ("tm", "Transactional workloads")):
+        rows = [r for r in an.rows if r.group == group]
+        if not rows:
+            continue
+        out.append(f"\n## {title}: ratio to the best allocator\n\n" + ratio_table(an, rows, cols))
+        out.append(f"\n### {title}: medians with mean ± 95 % confidence interval (Student t)\n\n"
+                   + detail_table(rows, cols))
+        if group == "tm":
+            out.append("\n### Aborted share of attempts / false share of conflicts\n\n" + tm_table(rows, cols))
+            ct = cause_table(rows, cols)
+            if ct:
+                out.append("\n### Aborts by cause (mean per run)\n\n" + ct)
+    bw = best_worst_table(an.rows)
+    if bw:
+        out.append("\n## Best and worst allocator per workload (as in Baldassin et al. 2015, Tables 3 and 6)\n\n"
+                   + _table(["workload", "best", "worst", "perf. diff.", "threads"],
+                            [[b.label, b.best, b.worst, f"{b.perf_diff_pct:.1f}%", str(b.threads)] for b in bw]))
+    mt = memory_table(an.rows, cols)
+    if mt:
+        out.append("\n## Peak resident memory (median)\n\n" + mt)
+    if an.failures:
+        out.append(f"\n## Failed runs ({len(an.failures)})\n\n" + failure_table(an.failures))
+    if plot_paths:
+        out.append("\n## Plots\n\n" + "\n".join(f"![{p.stem}](plots/{p.name})" for p in plot_paths) + "\n")
+    out.append("\n" + _metadata_section(study.get("metadata") or {}))
+    out.append("## Options\n\n```json\n" + json.dumps(study.get("options") or {}, indent=2, sort_keys=True) + "\n```\n")
+    out.append(f"\nFiles: `{RESULTS_FILE}` (raw runs), `results.csv`, `summary.csv`, `study.json` "
+               "(spec, options, metadata), `plots/`.\n")
+    path = study_dir / "report.md"
+    path.write_text("".join(out))
+    return path

@@ -1,0 +1,321 @@
+"""Running a study: the schedule of cells, one subprocess per cell, results appended to
+results.jsonl as they come so that an interrupted study resumes where it stopped.
+
+A cell is one run of one workload, with fixed parameters and thread count, under one
+allocator, for one repetition. Within a repetition every row runs under every allocator
+before the next repetition starts, and the allocator order rotates from row to row and
+repetition to repetition, so slow drift of the machine (thermal, other load) falls evenly
+on all allocators instead of on whichever always runs last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import allocators as alloc_mod
+from .progress import Progress
+from .spec import Row, Spec, WorkloadDef, cell_key, command_line, expand_rows
+
+RESULTS_FILE = "results.jsonl"
+STUDY_FILE = "study.json"
+STDERR_KEEP = 4000  # characters of a failing cell's stderr kept in the record
+
+
+@dataclass
+class Plan:
+    spec: Spec
+    mode: str
+    rows: list[Row]  # rows whose workload program exists
+    allocators: list[alloc_mod.FoundAllocator]  # available, in spec order
+    missing_allocators: list[alloc_mod.FoundAllocator]
+    programs: dict[str, str]  # workload -> program path
+    notes: list[str] = field(default_factory=list)
+    skipped_workloads: dict[str, str] = field(default_factory=dict)
+
+
+def _help_text(program: str) -> str | None:
+    try:
+        r = subprocess.run([program, "--help"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (r.stdout or "") + (r.stderr or "")
+
+
+def find_program(w: WorkloadDef, bench_dir: Path) -> str | None:
+    for candidate in w.program:
+        p = Path(candidate)
+        if not p.is_absolute():
+            p = bench_dir / p
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    return None
+
+
+def make_plan(
+    spec: Spec,
+    mode: str,
+    build_dir: Path,
+    allocator_names: list[str] | None = None,
+    check_help: bool = True,
+) -> Plan:
+    bench_dir = build_dir / "bench"
+    names = allocator_names or spec.allocators
+    found = alloc_mod.locate_all([spec.allocator_defs[n] for n in names], build_dir)
+    available = [f for f in found if f.available]
+    missing = [f for f in found if not f.available]
+    notes = [f"allocator {f.name} skipped: {f.missing_reason}" for f in missing]
+
+    rows = expand_rows(spec, mode)
+    # A run entry marked only_if_missing = W stands in for W when W's program is not built.
+    rows = [r for r in rows if not (r.only_if_missing and find_program(spec.workloads[r.only_if_missing], bench_dir))]
+    programs: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    for wname in dict.fromkeys(r.workload for r in rows):
+        prog = find_program(spec.workloads[wname], bench_dir)
+        if prog is None:
+            w = spec.workloads[wname]
+            where = ", ".join(str(bench_dir / p) if not Path(p).is_absolute() else p for p in w.program)
+            skipped[wname] = f"program not built ({where})"
+        else:
+            programs[wname] = prog
+    for wname, why in skipped.items():
+        notes.append(f"workload {wname} skipped: {why}")
+    rows = [r for r in rows if r.workload in programs]
+    if check_help:
+        rows = _drop_rows_with_unknown_flags(spec, rows, programs, notes)
+    return Plan(spec, mode, rows, available, missing, programs, notes, skipped)
+
+
+def _mentions(text: str, flag: str) -> bool:
+    """`flag` appears in `text` as a whole flag (--size does not match --node-size)."""
+    return re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", text) is not None
+
+
+def _row_flags(w: WorkloadDef, row: Row) -> set[str]:
+    used = {w.threads_flag} if w.threads_flag else set()
+    used |= {w.params[name].flag for name, _ in row.params}
+    used |= {a.split("=", 1)[0] for a in w.args if a.startswith("--")}
+    return used
+
+
+def _drop_rows_with_unknown_flags(spec: Spec, rows: list[Row], programs: dict[str, str], notes: list[str]) -> list[Row]:
+    """Catches a registry that no longer matches its program: a row is run only when every
+    flag it passes appears in the program's --help (a program without --help text is
+    trusted)."""
+    helps = {w: _help_text(p) for w, p in programs.items()}
+    kept = []
+    reported: set = set()
+    for r in rows:
+        text = helps.get(r.workload)
+        absent = sorted(f for f in _row_flags(spec.workloads[r.workload], r) if text and not _mentions(text, f))
+        if not absent:
+            kept.append(r)
+            continue
+        key = (r.workload, tuple(absent))
+        if key not in reported:
+            reported.add(key)
+            notes.append(
+                f"workload {r.workload}: rows using {', '.join(absent)} skipped: "
+                f"{programs[r.workload]} --help does not mention them (registry out of date?)"
+            )
+    return kept
+
+
+@dataclass(frozen=True)
+class Cell:
+    row: Row
+    allocator: alloc_mod.FoundAllocator
+    rep: int
+
+    @property
+    def key(self) -> str:
+        return cell_key(self.row.workload, self.row.params_dict, self.row.threads, self.allocator.name, self.rep)
+
+
+def schedule(plan: Plan) -> list[Cell]:
+    cells: list[Cell] = []
+    n = len(plan.allocators)
+    if n == 0:
+        return cells
+    max_reps = max((r.repetitions for r in plan.rows), default=0)
+    for rep in range(max_reps):
+        for i, row in enumerate(plan.rows):
+            if rep >= row.repetitions:
+                continue
+            shift = (rep + i) % n
+            for a in plan.allocators[shift:] + plan.allocators[:shift]:
+                cells.append(Cell(row, a, rep))
+    return cells
+
+
+def parse_output(stdout: str) -> dict | None:
+    """The workload's JSON object: the whole of stdout, or else its last line that is one."""
+    text = stdout.strip()
+    if not text:
+        return None
+    try:
+        obj = json.loads(text)
+        return obj if isinstance(obj, dict) else None
+    except json.JSONDecodeError:
+        pass
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                return obj
+    return None
+
+
+def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]:
+    row = cell.row
+    w = plan.spec.workloads[row.workload]
+    argv = command_line(w, plan.programs[row.workload], row.params_dict, row.threads)
+    env = dict(base_env)
+    env.update(plan.spec.env)
+    env.update(w.env)
+    env = cell.allocator.environment(env)
+    record: dict[str, Any] = {
+        "key": cell.key,
+        "workload": row.workload,
+        "params": row.params_dict,
+        "threads": row.threads,
+        "allocator": cell.allocator.name,
+        "rep": cell.rep,
+        "argv": argv,
+        "preload": cell.allocator.path,
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+            start_new_session=True,  # its own process group: a timeout kills all of it
+        )
+    except OSError as e:
+        record.update(status="failed", returncode=None, wall_s=0.0, error=f"cannot start: {e}", stderr="")
+        return record
+    try:
+        stdout, stderr = proc.communicate(timeout=row.timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        stdout, stderr = proc.communicate()
+        timed_out = True
+    record["wall_s"] = round(time.monotonic() - t0, 4)
+    record["returncode"] = proc.returncode
+    record["stderr"] = (stderr or "")[-STDERR_KEEP:]
+    result = parse_output(stdout or "")
+    if result is not None:
+        record["result"] = result
+
+    if timed_out:
+        record.update(status="timeout", error=f"no result after {row.timeout_s:g} s; killed")
+    elif proc.returncode < 0:
+        sig = -proc.returncode
+        try:
+            signame = signal.Signals(sig).name
+        except ValueError:
+            signame = str(sig)
+        record.update(status="crashed", error=f"killed by signal {signame}")
+    elif proc.returncode != 0:
+        record.update(status="failed", error=f"exit status {proc.returncode}")
+    elif result is None:
+        record.update(status="bad-output", error="stdout holds no JSON object")
+    elif result.get("valid") is False:
+        record.update(status="invalid", error="the workload's own end-of-run check failed (valid: false)")
+    elif w.verify_allocator and _served_by(result) != cell.allocator.definition.expected_name:
+        record.update(
+            status="wrong-allocator",
+            error=f"asked for {cell.allocator.definition.expected_name}, "
+            f"served by {_served_by(result) or 'unknown (no allocator.name)'}",
+        )
+    elif metric_value(result, w.metric) is None:
+        record.update(status="bad-output", error=f"results.{w.metric} missing or not a number")
+    else:
+        record["status"] = "ok"
+    if record["status"] == "ok":
+        record["stderr"] = record["stderr"][-500:]
+    return record
+
+
+def _served_by(result: dict) -> str | None:
+    a = result.get("allocator")
+    return a.get("name") if isinstance(a, dict) else None
+
+
+def metric_value(result: dict, metric: str) -> float | None:
+    v = (result.get("results") or {}).get(metric)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def load_records(study_dir: Path) -> list[dict]:
+    path = study_dir / RESULTS_FILE
+    records = []
+    if not path.exists():
+        return records
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut short by an interruption: that cell runs again
+    return records
+
+
+def append_record(study_dir: Path, record: dict) -> None:
+    with open(study_dir / RESULTS_FILE, "a") as f:
+        f.write(json.dumps(record, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def execute(plan: Plan, study_dir: Path, stream=None, max_cells: int | None = None) -> int:
+    """Runs every cell of the plan not yet in results.jsonl. Returns how many ran.
+    `max_cells` stops early (tests use it to simulate an interruption)."""
+    stream = stream if stream is not None else sys.stderr
+    done = {r.get("key") for r in load_records(study_dir)}
+    cells = schedule(plan)
+    todo = [c for c in cells if c.key not in done]
+    progress = Progress(len(cells), len(cells) - len(todo), stream)
+    if todo and len(todo) < len(cells):
+        print(f"txalloc: resuming: {len(cells) - len(todo)} of {len(cells)} cells already done", file=stream)
+    base_env = dict(os.environ)
+    ran = 0
+    for cell in todo:
+        if max_cells is not None and ran >= max_cells:
+            break
+        label = f"{cell.row.label} {cell.allocator.name} #{cell.rep + 1}"
+        progress.show(label)
+        record = run_cell(cell, plan, base_env)
+        append_record(study_dir, record)
+        ran += 1
+        failed = record["status"] != "ok"
+        progress.step(label, failed=failed)
+        if failed:
+            if progress.tty:
+                stream.write("\n")
+            print(f"txalloc: cell failed ({record['status']}): {label}: {record.get('error', '')}", file=stream)
+    progress.finish()
+    return ran
