@@ -22,7 +22,7 @@ import sys
 SMALL_KNOB = {
     "threadtest": 200, "larson": 10, "xmalloc": 200000, "prodcons-batch": 2000,
     "cache-scratch": 20000, "cache-thrash": 20000, "mallocperf": 1000000, "machias": 300000,
-    "mstress": 200000, "binarytrees": 2,
+    "mstress": 200000, "binarytrees": 2, "jsonloop": 5,
 }
 SMALL_OTHER = {
     "threadtest": ["--objects=3000"],
@@ -35,11 +35,13 @@ SMALL_OTHER = {
     "machias": ["--sharing=50"],
     "mstress": ["--slots=200", "--transfer=1000"],
     "binarytrees": ["--depth=10"],
+    "jsonloop": ["--items=300"],
 }
 SCALE_KNOB = {
     "threadtest": "rounds", "larson": "generations", "xmalloc": "objects",
     "prodcons-batch": "batches", "cache-scratch": "iterations", "cache-thrash": "iterations",
     "mallocperf": "ops", "machias": "pairs", "mstress": "steps", "binarytrees": "passes",
+    "jsonloop": "rounds",
 }
 # Extra runs that exercise a knob's ends.
 EXTRA = [
