@@ -1,0 +1,278 @@
+/* Every abort cause, forced deterministically by two threads (A and B) and checked in the
+ * counters of tm_stats_get: each scenario makes exactly one abort happen, so the counts
+ * are exact.
+ *   read_locked       A stores x (ETL: locks its stripe) and stays open; B reads x.
+ *   write_locked      A stores x and stays open; B stores x.
+ *   validate_commit   B reads x and stores z; A commits x; B commits: its read set is stale.
+ *   validate on read  B reads x; A commits x and y; B reads y, newer than B's snapshot: the
+ *                     extension finds x changed.
+ *   validate on write as above, but B's next access is a store to y.
+ *   explicit          tm_restart / tm_abort.
+ *   irrevocable       tm_become_irrevocable inside a transaction.
+ * Lock conflicts can only be forced under encounter-time locking (etl-*): under ctl-wb a
+ * store takes no lock before commit, so those scenarios check instead that B commits
+ * without a lock-conflict abort. Under cm=wait a reader of a locked stripe waits instead of
+ * aborting: the lock scenarios check only that B sees A's value. tm=lock runs the explicit
+ * and irrevocable scenarios (nothing else can abort). */
+#include "tm_test.h"
+
+static struct {
+  _Alignas(256) uint64_t x;
+  _Alignas(256) uint64_t y;
+  _Alignas(256) uint64_t z;
+} mem;
+
+static int a_locked, a_committed, b_ready, b_aborted;
+
+typedef void (*side_fn)(void);
+
+static void run_pair_thread(int index, void *arg) {
+  side_fn *sides = arg;
+  sides[index]();
+}
+
+/* Resets memory, flags and counters, runs a() and b() on two threads, returns the stats. */
+static tm_stats run_pair(const char *name, side_fn a, side_fn b) {
+  mem.x = mem.y = mem.z = 0;
+  a_locked = a_committed = b_ready = b_aborted = 0;
+  tm_stats_reset();
+  side_fn sides[2] = {a, b};
+  tm_test_run_threads(2, run_pair_thread, sides);
+  tm_stats s;
+  tm_stats_get(&s);
+  tm_test_print_stats(name, &s);
+  return s;
+}
+
+static int cm_waits(void) { return tm_test_option_is("cm", "wait"); }
+
+/* ---- read_locked / write_locked (ETL) ---- */
+/* A: store x, hold the transaction open until B has aborted once (or, under cm=wait, until
+ * B is about to access x and has had time to block on the lock). */
+static void a_store_x_and_hold(void) {
+  TM_ATOMIC {
+    tm_store(&mem.x, (uint64_t)1);
+    flag_set(&a_locked, 1);
+    if (cm_waits()) {
+      flag_wait_ge(&b_ready, 1);
+      yield_for(200);
+    } else {
+      flag_wait_ge(&b_aborted, 1);
+    }
+  }
+  flag_set(&a_committed, 1);
+}
+
+static volatile uint64_t b_seen;
+
+/* B: its first attempt hits A's lock; later attempts wait for A's commit first. */
+static void b_read_x(void) {
+  flag_wait_ge(&a_locked, 1);
+  volatile int attempt = 0;
+  TM_ATOMIC {
+    if (++attempt >= 2) {
+      flag_set(&b_aborted, 1);
+      flag_wait_ge(&a_committed, 1);
+    }
+    flag_set(&b_ready, 1);
+    b_seen = tm_load(&mem.x);
+  }
+}
+
+static void b_write_x(void) {
+  flag_wait_ge(&a_locked, 1);
+  volatile int attempt = 0;
+  TM_ATOMIC {
+    if (++attempt >= 2) {
+      flag_set(&b_aborted, 1);
+      flag_wait_ge(&a_committed, 1);
+    }
+    flag_set(&b_ready, 1);
+    tm_store(&mem.x, (uint64_t)2);
+  }
+}
+
+static void test_lock_conflicts(void) {
+  if (!tm_test_is_etl()) return;
+  tm_stats s = run_pair("read_locked", a_store_x_and_hold, b_read_x);
+  CHECK(b_seen == 1);
+  CHECK(mem.x == 1);
+  CHECK(s.commits == 2);
+  if (!cm_waits()) {
+    CHECK(s.aborts == 1);
+    CHECK(tm_test_cause(&s, TM_ABORT_READ_LOCKED) == 1);
+    CHECK(s.true_conflicts == 1 && s.false_conflicts == 0);
+    CHECK(s.max_consecutive_aborts == 1);
+    CHECK(s.retry_histogram[0] == 1 && s.retry_histogram[1] == 1);
+  } else {
+    CHECK(s.aborts == tm_test_cause(&s, TM_ABORT_READ_LOCKED));
+  }
+
+  s = run_pair("write_locked", a_store_x_and_hold, b_write_x);
+  CHECK(mem.x == 2); /* B's store is the later one */
+  CHECK(s.commits == 2);
+  if (!cm_waits()) {
+    CHECK(s.aborts == 1);
+    CHECK(tm_test_cause(&s, TM_ABORT_WRITE_LOCKED) == 1);
+    CHECK(s.true_conflicts == 1 && s.false_conflicts == 0);
+  } else {
+    CHECK(s.aborts == tm_test_cause(&s, TM_ABORT_WRITE_LOCKED));
+  }
+}
+
+/* ---- validation failures ---- */
+static void a_commit_x_y_after_b_read(void) {
+  flag_wait_ge(&b_ready, 1);
+  TM_ATOMIC {
+    tm_store(&mem.x, (uint64_t)10);
+    tm_store(&mem.y, (uint64_t)10);
+  }
+  flag_set(&a_committed, 1);
+}
+
+static volatile uint64_t b_r1, b_r2;
+
+/* B: read x; (first attempt: wait for A's commit); store z. Commit validation fails. */
+static void b_read_x_store_z(void) {
+  volatile int attempt = 0;
+  TM_ATOMIC {
+    b_r1 = tm_load(&mem.x);
+    tm_store(&mem.z, b_r1 + 1);
+    if (++attempt == 1) {
+      flag_set(&b_ready, 1);
+      flag_wait_ge(&a_committed, 1);
+    }
+  }
+}
+
+/* B: read x; (first attempt: wait); read y, newer than B's snapshot; store z. */
+static void b_read_x_then_y(void) {
+  volatile int attempt = 0;
+  TM_ATOMIC {
+    b_r1 = tm_load(&mem.x);
+    if (++attempt == 1) {
+      flag_set(&b_ready, 1);
+      flag_wait_ge(&a_committed, 1);
+    }
+    b_r2 = tm_load(&mem.y);
+    tm_store(&mem.z, b_r1 + b_r2);
+  }
+}
+
+/* B: read x; (first attempt: wait); store y, whose stripe is newer than B's snapshot. */
+static void b_read_x_then_store_y(void) {
+  volatile int attempt = 0;
+  TM_ATOMIC {
+    b_r1 = tm_load(&mem.x);
+    if (++attempt == 1) {
+      flag_set(&b_ready, 1);
+      flag_wait_ge(&a_committed, 1);
+    }
+    tm_store(&mem.y, b_r1 + 5);
+  }
+}
+
+static uint64_t validation_aborts(const tm_stats *s) {
+  return tm_test_cause(s, TM_ABORT_VALIDATE_READ) + tm_test_cause(s, TM_ABORT_VALIDATE_EXTEND) +
+         tm_test_cause(s, TM_ABORT_VALIDATE_COMMIT);
+}
+
+static void test_validation(void) {
+  if (tm_test_is_lock()) return;
+  tm_stats s = run_pair("validate_commit", a_commit_x_y_after_b_read, b_read_x_store_z);
+  CHECK(mem.z == 11 && b_r1 == 10);
+  CHECK(s.commits == 2);
+  CHECK(s.aborts == 1);
+  CHECK(tm_test_cause(&s, TM_ABORT_VALIDATE_COMMIT) == 1);
+  /* A really wrote the word B read: a sound classification never calls it false. */
+  CHECK(s.false_conflicts == 0);
+  CHECK(s.true_conflicts + s.unknown_conflicts == 1);
+
+  s = run_pair("validate_on_read", a_commit_x_y_after_b_read, b_read_x_then_y);
+  CHECK(b_r1 == 10 && b_r2 == 10 && mem.z == 20); /* never a mixed snapshot */
+  CHECK(s.commits == 2);
+  CHECK(s.aborts == 1);
+  CHECKF(tm_test_cause(&s, TM_ABORT_VALIDATE_READ) + tm_test_cause(&s, TM_ABORT_VALIDATE_EXTEND) ==
+             1,
+         "a read beyond the snapshot whose extension fails aborts on read/extend");
+  CHECK(s.false_conflicts == 0);
+  CHECK(s.true_conflicts + s.unknown_conflicts == 1);
+
+  s = run_pair("validate_on_write", a_commit_x_y_after_b_read, b_read_x_then_store_y);
+  CHECK(b_r1 == 10 && mem.y == 15);
+  CHECK(s.commits == 2);
+  CHECK(s.aborts == 1);
+  CHECK(validation_aborts(&s) == 1);
+  if (tm_test_is_etl())
+    CHECKF(tm_test_cause(&s, TM_ABORT_VALIDATE_COMMIT) == 0,
+           "ETL sees the newer stripe at the store, before commit");
+  CHECK(s.false_conflicts == 0);
+}
+
+/* ---- explicit aborts ---- */
+static void test_explicit(void) {
+  mem.x = 5;
+  tm_stats_reset();
+  volatile int attempt = 0;
+  TM_ATOMIC {
+    tm_store(&mem.x, tm_load(&mem.x) + 1);
+    if (++attempt <= 3) tm_restart();
+  }
+  tm_stats s;
+  tm_stats_get(&s);
+  tm_test_print_stats("restart", &s);
+  CHECK(attempt == 4);
+  CHECK(mem.x == 6); /* the restarted attempts' stores were undone */
+  CHECK(s.commits == 1 && s.aborts == 3);
+  CHECK(tm_test_cause(&s, TM_ABORT_EXPLICIT) == 3);
+  CHECK(s.max_consecutive_aborts == 3);
+  CHECK(s.retry_histogram[3] == 1);
+  CHECK(s.true_conflicts + s.false_conflicts + s.unknown_conflicts == 0);
+
+  tm_stats_reset();
+  volatile int after = 0;
+  TM_ATOMIC {
+    tm_store(&mem.x, (uint64_t)77);
+    tm_abort();
+    after = 1; /* never reached */
+  }
+  tm_stats_get(&s);
+  tm_test_print_stats("abort", &s);
+  CHECK(after == 0);
+  CHECK(mem.x == 6);
+  CHECK(s.commits == 0 && s.aborts == 1);
+  CHECK(tm_test_cause(&s, TM_ABORT_EXPLICIT) == 1);
+}
+
+/* ---- becoming irrevocable ---- */
+static void test_become_irrevocable(void) {
+  mem.x = 1;
+  tm_stats_reset();
+  volatile int attempt = 0;
+  TM_ATOMIC {
+    attempt++;
+    uint64_t v = tm_load(&mem.x);
+    tm_become_irrevocable();
+    tm_store(&mem.x, v + 1);
+  }
+  tm_stats s;
+  tm_stats_get(&s);
+  tm_test_print_stats("become_irrevocable", &s);
+  CHECK(mem.x == 2);
+  CHECK(s.commits == 1);
+  if (!tm_test_is_lock()) CHECK(s.commits_irrevocable == 1);
+  /* Getting there may cost one rollback, counted as such. */
+  CHECK(s.aborts == tm_test_cause(&s, TM_ABORT_IRREVOCABLE));
+  CHECK(s.aborts <= 1 && attempt == (int)s.aborts + 1);
+}
+
+int main(void) {
+  tm_test_watchdog(120);
+  tm_thread_init();
+  tm_test_print_config("abort_causes");
+  test_lock_conflicts();
+  test_validation();
+  test_explicit();
+  test_become_irrevocable();
+  return check_exit();
+}
