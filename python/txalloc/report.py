@@ -226,9 +226,9 @@ def render(study_dir: Path) -> Path:
 
     ok = sum(1 for r in records if r.get("status") == "ok")
     planned = study.get("cells_planned")
-    out = [f"# Study `{study.get('spec_name')}`\n"]
+    out = [f"# Study `{study.get('spec_name')}`\n\n"]
     if spec.description:
-        out.append(spec.description.strip() + "\n")
+        out.append(spec.description.strip() + "\n\n")
     out.append(
         f"- spec: `{study.get('spec_source')}`, mode **{study.get('mode')}**, "
         f"started {study.get('started')}, finished {study.get('finished') or 'not yet (interrupted?)'}\n"

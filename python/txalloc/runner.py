@@ -284,6 +284,17 @@ def load_records(study_dir: Path) -> list[dict]:
     return records
 
 
+def end_torn_line(study_dir: Path) -> None:
+    """After an interruption the file may end inside a record: end that line, so the next
+    record starts on its own (the torn one is ignored when loading and its cell reruns)."""
+    path = study_dir / RESULTS_FILE
+    if path.exists() and path.stat().st_size > 0:
+        with open(path, "rb+") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+
+
 def append_record(study_dir: Path, record: dict) -> None:
     with open(study_dir / RESULTS_FILE, "a") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
@@ -295,6 +306,7 @@ def execute(plan: Plan, study_dir: Path, stream=None, max_cells: int | None = No
     """Runs every cell of the plan not yet in results.jsonl. Returns how many ran.
     `max_cells` stops early (tests use it to simulate an interruption)."""
     stream = stream if stream is not None else sys.stderr
+    end_torn_line(study_dir)
     done = {r.get("key") for r in load_records(study_dir)}
     cells = schedule(plan)
     todo = [c for c in cells if c.key not in done]
