@@ -50,7 +50,7 @@ def main() -> int:
     t = float(args["value"]) * factor / threads
     out = {
         "workload": "fake",
-        "params": {"value": float(args["value"]), "mode": mode},
+        "params": {"value": float(args["value"]), "mode": mode, "knob": os.environ.get("FAKE_KNOB")},
         "threads": threads,
         "allocator": {"name": os.environ.get("FAKE_ALLOCATOR", "glibc"), "path": "/fake"},
         "results": {"ops": 1000, "ops_per_s": 1000 / t, "time_s": t},

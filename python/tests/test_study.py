@@ -251,3 +251,21 @@ def test_cli_errors_name_the_problem(write_spec, study_env, tmp_path, capsys):
     assert cli.main(["study", str(ok), "--allocators", "fast,tcmaloc", "--build-dir", str(study_env)]) == 2
     assert "unknown allocator 'tcmaloc'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_parameters_can_travel_in_the_environment(write_spec, study_env, tmp_path):
+    spec = write_spec("""
+allocators = ["fast"]
+threads = [1]
+repetitions = 1
+[[run]]
+workload = "knobbed"
+params = { knob = ["left", "right"] }
+[workload.knobbed]
+program = "../../bin/fake"
+params.knob = { env = "FAKE_KNOB", type = "str" }
+""")
+    study_dir = run_study(spec, tmp_path / "out", study_env)
+    recs = records(study_dir)
+    assert sorted(r["result"]["params"]["knob"] for r in recs) == ["left", "right"]
+    assert all("FAKE_KNOB" not in " ".join(r["argv"]) for r in recs)

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import allocators as alloc_mod
 from .progress import Progress
-from .spec import Row, Spec, WorkloadDef, cell_key, command_line, expand_rows
+from .spec import Row, Spec, WorkloadDef, cell_key, command_line, expand_rows, parameter_environment
 
 RESULTS_FILE = "results.jsonl"
 STUDY_FILE = "study.json"
@@ -103,7 +103,7 @@ def _mentions(text: str, flag: str) -> bool:
 
 def _row_flags(w: WorkloadDef, row: Row) -> set[str]:
     used = {w.threads_flag} if w.threads_flag else set()
-    used |= {w.params[name].flag for name, _ in row.params}
+    used |= {w.params[name].flag for name, _ in row.params if w.params[name].flag}
     used |= {a.split("=", 1)[0] for a in w.args if a.startswith("--")}
     return used
 
@@ -187,6 +187,7 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
     env = dict(base_env)
     env.update(plan.spec.env)
     env.update(w.env)
+    env.update(parameter_environment(w, row.params_dict))
     env = cell.allocator.environment(env)
     record: dict[str, Any] = {
         "key": cell.key,

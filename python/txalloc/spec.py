@@ -46,12 +46,13 @@ class SpecError(Exception):
 @dataclass(frozen=True)
 class ParamDef:
     name: str
-    flag: str
+    flag: str | None  # command-line flag, or None when the value goes to `env`
     type: str
     default: Any = None
     choices: tuple = ()
     scale: bool = False  # value multiplied by the study scale (--quick / --full)
     doc: str = ""
+    env: str | None = None  # environment variable that carries the value (instead of a flag)
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,7 @@ def _load_toml(path: Path) -> dict:
         raise SpecError(f"{path}: not valid TOML: {e}") from None
 
 
-_PARAM_KEYS = {"flag", "type", "default", "choices", "scale", "doc"}
+_PARAM_KEYS = {"flag", "env", "type", "default", "choices", "scale", "doc"}
 _WORKLOAD_KEYS = {
     "program", "group", "metric", "better", "threads_flag", "args", "params",
     "description", "verify_allocator", "env",
@@ -279,15 +280,17 @@ def parse_workload(name: str, t: Any, origin: str) -> WorkloadDef:
         pctx = f"{ctx}.params.{pname}"
         _expect(pt, (dict,), "a table", pctx, origin)
         _check_keys(pt, _PARAM_KEYS, pctx, origin)
-        if "flag" not in pt:
-            raise SpecError(f"{origin}: {pctx}: missing 'flag'")
+        if ("flag" in pt) == ("env" in pt):
+            raise SpecError(f"{origin}: {pctx}: needs exactly one of 'flag' (command-line flag) or 'env' "
+                            "(environment variable)")
         ptype = pt.get("type", "int")
         if ptype not in PARAM_TYPES:
             raise SpecError(f"{origin}: {pctx}.type: '{ptype}' is not one of {', '.join(PARAM_TYPES)}")
         choices = tuple(pt.get("choices", ()))
         p = ParamDef(
             name=pname,
-            flag=_expect(pt["flag"], (str,), "a string", f"{pctx}.flag", origin),
+            flag=_expect(pt["flag"], (str,), "a string", f"{pctx}.flag", origin) if "flag" in pt else None,
+            env=_expect(pt["env"], (str,), "a string", f"{pctx}.env", origin) if "env" in pt else None,
             type=ptype,
             choices=choices,
             scale=_expect(pt.get("scale", False), (bool,), "true or false", f"{pctx}.scale", origin),
@@ -563,6 +566,8 @@ def command_line(w: WorkloadDef, program: str, params: dict[str, Any], threads: 
     for name in sorted(params):
         p = w.params[name]
         v = params[name]
+        if p.flag is None:
+            continue  # passed in the environment (parameter_environment)
         if p.type == "bool":
             if v:
                 argv.append(p.flag)
@@ -571,3 +576,13 @@ def command_line(w: WorkloadDef, program: str, params: dict[str, Any], threads: 
     if w.threads_flag:
         argv += [w.threads_flag, str(threads)]
     return argv
+
+
+def parameter_environment(w: WorkloadDef, params: dict[str, Any]) -> dict[str, str]:
+    """The environment variables that carry parameters declared with `env`."""
+    env = {}
+    for name, v in params.items():
+        p = w.params[name]
+        if p.env:
+            env[p.env] = ("1" if v else "0") if p.type == "bool" else str(v)
+    return env
