@@ -1,0 +1,195 @@
+/* The hook contract (include/txalloc/txmem.h): transaction events and allocation calls.
+ *
+ * Costs: outside a transaction, txmem_malloc/txmem_free test one thread-local field and
+ * take the plain path. begin(d) pushes a level (and, at the top level with safe_reuse,
+ * announces its epoch); commit/abort of a level that neither allocated nor freed only pops
+ * it (and withdraws the announcement at the top level): they never touch a log. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "txalloc/txalloc.h"
+#include "txmem/txmem_internal.h"
+
+/* ---- The plain path ---- */
+static inline void *plain_malloc(size_t size) {
+  if (txmem_config_get()->strategy == TXMEM_TXALLOC) return txalloc_malloc(size);
+  return malloc(size);
+}
+
+static inline void plain_free(void *ptr) {
+  if (txmem_config_get()->strategy == TXMEM_TXALLOC)
+    txalloc_free(ptr);
+  else
+    free(ptr);
+}
+
+/* ---- Levels ---- */
+void txmem_tx_begin(unsigned depth) {
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_UNLIKELY(!t->ready)) txmem_thread_setup(t);
+  if (TXMEM_UNLIKELY(depth != t->depth + 1))
+    txmem_contract_error("begin: depth must be the open levels + 1", depth, t->depth);
+  if (TXMEM_UNLIKELY(depth >= t->levels_cap))
+    t->levels = txmem_meta_grow(t->levels, &t->levels_cap, sizeof *t->levels, depth + 1);
+  t->levels[depth] = (txmem_level){++t->ticket, t->undo_len, t->commit_len};
+  if (depth == 1) {
+    txmem_count(t, TXMEM_C_transactions, 1);
+    if (txmem_cfg.safe_reuse) txmem_epoch_announce(t);
+  }
+  t->depth = depth;
+}
+
+/* A child's commit turns its speculative frees of objects allocated by the parent (or by
+ * an earlier committed child of the parent) into balanced frees: released now, dropped
+ * from the undo log. Others stay in the commit log for the top level. */
+static void merge_child_frees(txmem_thread *t, const txmem_level *child,
+                              const txmem_level *parent) {
+  size_t w = child->commit_start;
+  for (size_t i = child->commit_start; i < t->commit_len; i++) {
+    void *p = t->commit[i];
+    size_t pos = txmem_index_find(t, p);
+    if (pos != SIZE_MAX && t->undo[pos].seq >= parent->seq) {
+      size_t size = t->undo[pos].size;
+      txmem_undo_kill(t, pos, parent->undo_start);
+      txmem_backend_release(t, p);
+      txmem_count(t, TXMEM_C_balanced_recycles, 1);
+      txmem_count(t, TXMEM_C_balanced_bytes, size);
+    } else {
+      t->commit[w++] = p;
+    }
+  }
+  t->commit_len = w;
+}
+
+void txmem_tx_commit(unsigned depth) {
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_UNLIKELY(depth == 0 || depth != t->depth))
+    txmem_contract_error("commit: depth must be the innermost open level", depth, t->depth);
+  if (depth > 1) {
+    const txmem_level *child = &t->levels[depth];
+    if (t->commit_len > child->commit_start && txmem_cfg.strategy == TXMEM_TXALLOC)
+      merge_child_frees(t, child, &t->levels[depth - 1]);
+    t->depth = depth - 1;
+    return;
+  }
+  t->depth = 0;
+  if (txmem_cfg.safe_reuse) txmem_epoch_retire_announcement(t);
+  if (TXMEM_LIKELY(t->undo_len == 0 && t->commit_len == 0)) return;
+  txmem_undo_reset(t);
+  if (t->commit_len) {
+    size_t n = t->commit_len;
+    t->commit_len = 0;
+    txmem_epoch_release_committed(t, t->commit, n);
+  }
+}
+
+void txmem_tx_abort(unsigned depth) {
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_UNLIKELY(depth == 0 || depth > t->depth))
+    txmem_contract_error("abort: depth must be an open level", depth, t->depth);
+  const txmem_level *level = &t->levels[depth];
+  size_t undo_start = level->undo_start;
+  t->commit_len = level->commit_start;
+  if (t->undo_len > undo_start) {
+    uint64_t released = 0, bytes = 0;
+    for (size_t i = t->undo_len; i-- > undo_start;) {
+      void *p = t->undo[i].ptr;
+      if (!p) continue;
+      bytes += t->undo[i].size;
+      released++;
+      txmem_backend_release(t, p);
+    }
+    if (depth == 1)
+      txmem_undo_reset(t);
+    else
+      txmem_undo_truncate(t, undo_start);
+    txmem_count(t, TXMEM_C_aborted_allocs, released);
+    txmem_count(t, TXMEM_C_aborted_bytes, bytes);
+  }
+  t->depth = depth - 1;
+  if (depth == 1 && txmem_cfg.safe_reuse) txmem_epoch_retire_announcement(t);
+}
+
+bool txmem_in_tx(void) { return txmem_tls.depth != 0; }
+unsigned txmem_depth(void) { return txmem_tls.depth; }
+
+/* ---- Allocation ---- */
+static void *tx_malloc(txmem_thread *t, size_t size) {
+  void *p = txmem_backend_malloc(t, size);
+  if (TXMEM_UNLIKELY(!p)) return NULL;
+  txmem_undo_push(t, p, size, t->levels[t->depth].seq);
+  txmem_count(t, TXMEM_C_tx_mallocs, 1);
+  txmem_count(t, TXMEM_C_speculative_bytes, size);
+  return p;
+}
+
+static void tx_free(txmem_thread *t, void *ptr) {
+  txmem_count(t, TXMEM_C_tx_frees, 1);
+  if (txmem_cfg.strategy == TXMEM_TXALLOC) {
+    size_t pos = txmem_index_find(t, ptr);
+    const txmem_level *level = &t->levels[t->depth];
+    if (pos != SIZE_MAX && t->undo[pos].seq >= level->seq) {
+      size_t size = t->undo[pos].size;
+      txmem_undo_kill(t, pos, level->undo_start);
+      txalloc_free(ptr);
+      txmem_count(t, TXMEM_C_balanced_recycles, 1);
+      txmem_count(t, TXMEM_C_balanced_bytes, size);
+      return;
+    }
+  }
+  if (TXMEM_UNLIKELY(t->commit_len == t->commit_cap))
+    t->commit = txmem_meta_grow(t->commit, &t->commit_cap, sizeof *t->commit, t->commit_len + 1);
+  t->commit[t->commit_len++] = ptr;
+}
+
+void *txmem_malloc(size_t size) {
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_LIKELY(t->depth == 0)) return plain_malloc(size);
+  return tx_malloc(t, size);
+}
+
+void *txmem_calloc(size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_LIKELY(t->depth == 0)) {
+    if (txmem_config_get()->strategy == TXMEM_TXALLOC) return txalloc_calloc(count, size);
+    return calloc(count, size);
+  }
+  void *p = tx_malloc(t, bytes);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
+
+void txmem_free(void *ptr) {
+  if (!ptr) return;
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_LIKELY(t->depth == 0)) {
+    plain_free(ptr);
+    return;
+  }
+  tx_free(t, ptr);
+}
+
+void txmem_retire(void *ptr) {
+  if (!ptr) return;
+  txmem_thread *t = &txmem_tls;
+  if (t->depth) {
+    tx_free(t, ptr);
+    return;
+  }
+  if (TXMEM_UNLIKELY(!t->ready)) txmem_thread_setup(t);
+  txmem_epoch_retire_one(t, ptr);
+}
+
+void txmem_flush(void) {
+  txmem_thread *t = &txmem_tls;
+  if (t->depth) return;
+  if (TXMEM_UNLIKELY(!t->ready)) txmem_thread_setup(t);
+  txmem_epoch_flush(t);
+  txmem_cache_flush(t);
+}

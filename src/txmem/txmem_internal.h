@@ -1,0 +1,168 @@
+/* txmem internals: the per-thread state, the registry of thread records that epoch scans
+ * traverse, and the functions the files of the layer share.
+ *
+ * Words:
+ *   level        one open transaction level of this thread; levels[1] is the top level.
+ *   ticket/seq   every level takes the next value of the thread's ticket when it begins
+ *                (McRT's sequence number; the thread id part is implicit: each thread has
+ *                its own logs, so an object allocated by another thread is never found in
+ *                this thread's undo log and its free is always speculative).
+ *   undo log     objects allocated since the top level began, in allocation order, each
+ *                tagged with the seq of the level that allocated it; an index (hash) maps an
+ *                object to its entry. Dead entries (balanced frees) have ptr == NULL.
+ *   commit log   speculative frees since the top level began, in order.
+ *   limbo        objects freed by committed transactions, waiting for safe reuse: a FIFO
+ *                whose epochs never decrease.
+ *
+ * Invariants (checked by the tests through their outcomes):
+ *   I1 levels[k].undo_start <= levels[k+1].undo_start <= undo_len, same for commit_start.
+ *   I2 an undo entry at index i >= levels[d].undo_start has seq >= levels[d].seq (it was
+ *      allocated by level d or by a child that committed into it); one below has a smaller
+ *      seq. So "balanced at level d" == "live undo entry with seq >= levels[d].seq".
+ *   I3 every live undo entry is in the index exactly once, with its current position.
+ *   I4 an object is never in the undo log and the limbo at once, and is released exactly
+ *      once: by an abort (undo), a balanced free, or the top-level commit (commit log). */
+#ifndef TXALLOC_TXMEM_INTERNAL_H
+#define TXALLOC_TXMEM_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txalloc/txmem.h"
+
+#define TXMEM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TXMEM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- Configuration (txmem_config.c), fixed at the first use ---- */
+typedef struct txmem_config {
+  int strategy; /* txmem_strategy */
+  bool safe_reuse;
+  size_t limbo_max; /* high-water mark of one thread's limbo, in objects */
+} txmem_config;
+extern txmem_config txmem_cfg;
+extern _Atomic int txmem_cfg_ready;
+void txmem_config_init_slow(void);
+static inline const txmem_config *txmem_config_get(void) {
+  if (TXMEM_UNLIKELY(!atomic_load_explicit(&txmem_cfg_ready, memory_order_acquire)))
+    txmem_config_init_slow();
+  return &txmem_cfg;
+}
+
+/* ---- Statistics counters indices ---- */
+enum {
+#define TXMEM_COUNTER_ID_(name, doc) TXMEM_C_##name,
+  TXMEM_STATS_COUNTERS(TXMEM_COUNTER_ID_)
+#undef TXMEM_COUNTER_ID_
+      TXMEM_C_COUNT_
+};
+
+/* One per thread that ever used txmem; never freed, reused after the thread exits. Other
+ * threads read active_epoch (epoch scans) and the statistics (txmem_stats_get). */
+typedef struct txmem_record {
+  /* Epoch the running top-level transaction announced; 0 = none (or safe_reuse=0). */
+  _Atomic uint64_t active_epoch;
+  _Atomic int in_use;
+  struct txmem_record *_Atomic next;
+  /* Written only by the owning thread, with relaxed atomic stores. */
+  uint64_t counters[TXMEM_C_COUNT_];
+  uint64_t limbo_objects, limbo_bytes, limbo_peak;
+} txmem_record;
+
+extern txmem_record *_Atomic txmem_registry; /* head of the list of records */
+
+typedef struct txmem_level {
+  uint64_t seq;
+  size_t undo_start;
+  size_t commit_start;
+} txmem_level;
+
+typedef struct txmem_undo_entry {
+  void *ptr; /* NULL: released by a balanced free */
+  size_t size;
+  uint64_t seq;
+} txmem_undo_entry;
+
+typedef struct txmem_index_slot {
+  void *key; /* NULL = empty */
+  size_t pos;
+} txmem_index_slot;
+
+typedef struct txmem_limbo_entry {
+  void *ptr;
+  size_t size;
+  uint64_t epoch;
+} txmem_limbo_entry;
+
+#define TXMEM_CACHE_CLASSES 64 /* 16-byte classes up to 1 KiB */
+#define TXMEM_CACHE_DEPTH 64   /* objects per class */
+
+typedef struct txmem_thread {
+  unsigned depth; /* 0 outside transactions: the only field the plain path reads */
+  bool ready;
+  uint64_t ticket;
+  txmem_record *rec;
+
+  txmem_level *levels; /* levels[1..depth] */
+  size_t levels_cap;
+
+  txmem_undo_entry *undo;
+  size_t undo_len, undo_cap, undo_dead;
+
+  txmem_index_slot *index;
+  size_t index_mask, index_count; /* capacity = mask + 1, 0 when not allocated */
+
+  void **commit;
+  size_t commit_len, commit_cap;
+
+  txmem_limbo_entry *limbo; /* ring buffer, capacity a power of two */
+  size_t limbo_head, limbo_len, limbo_cap, limbo_bytes;
+  size_t limbo_next_scan;
+
+  void **cache;                              /* wrap-cache: [class][depth] */
+  unsigned cache_count[TXMEM_CACHE_CLASSES]; /* objects in each class */
+} txmem_thread;
+
+extern __thread txmem_thread txmem_tls;
+
+/* txmem_thread.c */
+txmem_thread *txmem_thread_setup(txmem_thread *t); /* registers the thread on first use */
+_Noreturn void txmem_contract_error(const char *what, unsigned depth, unsigned open);
+void *txmem_meta_grow(void *array, size_t *cap, size_t elem, size_t min_cap);
+
+static inline void txmem_count(txmem_thread *t, int counter, uint64_t add) {
+  uint64_t *c = &t->rec->counters[counter];
+  __atomic_store_n(c, *c + add, __ATOMIC_RELAXED);
+}
+
+/* txmem_index.c: undo log and its index */
+void txmem_undo_push(txmem_thread *t, void *ptr, size_t size, uint64_t seq);
+/* Position of ptr's live undo entry, or SIZE_MAX. */
+size_t txmem_index_find(const txmem_thread *t, const void *ptr);
+/* Marks the live entry at pos dead and drops it from the index; trims dead entries at the
+ * end of the log down to `floor` (the current level's undo_start). */
+void txmem_undo_kill(txmem_thread *t, size_t pos, size_t floor);
+/* Drops entries [from, undo_len) from the index and the log (abort). */
+void txmem_undo_truncate(txmem_thread *t, size_t from);
+/* Forgets the whole log (top-level commit or abort after the objects were handled). */
+void txmem_undo_reset(txmem_thread *t);
+
+/* txmem_backend.c: the allocator underneath, per strategy */
+void *txmem_backend_malloc(txmem_thread *t, size_t size); /* in a transaction */
+void txmem_backend_release(txmem_thread *t, void *ptr);   /* really free (or cache) */
+size_t txmem_backend_usable(const void *ptr);
+void txmem_cache_flush(txmem_thread *t);
+
+/* txmem_epoch.c */
+void txmem_epoch_announce(txmem_thread *t);
+static inline void txmem_epoch_retire_announcement(txmem_thread *t) {
+  atomic_store_explicit(&t->rec->active_epoch, 0, memory_order_release);
+}
+/* Releases the top-level commit's speculative frees: at once, or through the limbo. */
+void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);
+void txmem_epoch_retire_one(txmem_thread *t, void *ptr);
+void txmem_epoch_flush(txmem_thread *t);
+void txmem_epoch_thread_exit(txmem_thread *t); /* hands the limbo to the orphans */
+
+#endif

@@ -1,0 +1,96 @@
+/* Threads: the thread-local state, the registry of records that epoch scans and statistics
+ * traverse, thread setup at the first transactional event and cleanup at thread exit. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "txmem/txmem_internal.h"
+#include "util/message.h"
+
+__thread txmem_thread txmem_tls __attribute__((tls_model("initial-exec")));
+txmem_record *_Atomic txmem_registry;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void exit_destructor(void *arg) {
+  (void)arg;
+  txmem_thread_exit();
+}
+static void exit_key_create(void) {
+  if (pthread_key_create(&exit_key, exit_destructor) != 0)
+    txalloc_message("txmem: no thread-exit key; threads must call txmem_thread_exit");
+}
+
+_Noreturn void txmem_contract_error(const char *what, unsigned depth, unsigned open) {
+  txalloc_message("txmem: hook contract violated: %s (depth %u, open levels %u)", what, depth,
+                  open);
+  abort();
+}
+
+/* Grows a bookkeeping array to at least min_cap elements (doubling). The process's malloc
+ * serves txmem's own bookkeeping; it must not route back into txmem_malloc. */
+void *txmem_meta_grow(void *array, size_t *cap, size_t elem, size_t min_cap) {
+  size_t n = *cap ? *cap : 16;
+  while (n < min_cap) n *= 2;
+  void *p = realloc(array, n * elem);
+  if (!p) {
+    txalloc_message("txmem: out of memory for transaction logs (%zu entries)", n);
+    abort();
+  }
+  *cap = n;
+  return p;
+}
+
+/* A free record (of an exited thread) or a new one, mapped (never freed: scans may be
+ * reading it). */
+static txmem_record *record_acquire(void) {
+  for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
+    int expected = 0;
+    if (atomic_load_explicit(&r->in_use, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong(&r->in_use, &expected, 1))
+      return r;
+  }
+  txmem_record *r =
+      mmap(NULL, sizeof *r, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (r == MAP_FAILED) {
+    txalloc_message("txmem: cannot map a thread record");
+    abort();
+  }
+  atomic_store_explicit(&r->in_use, 1, memory_order_relaxed);
+  txmem_record *head = atomic_load(&txmem_registry);
+  do {
+    atomic_store_explicit(&r->next, head, memory_order_relaxed);
+  } while (!atomic_compare_exchange_weak(&txmem_registry, &head, r));
+  return r;
+}
+
+txmem_thread *txmem_thread_setup(txmem_thread *t) {
+  if (t->ready) return t;
+  txmem_config_get();
+  t->rec = record_acquire();
+  t->levels = txmem_meta_grow(NULL, &t->levels_cap, sizeof *t->levels, 8);
+  pthread_once(&exit_key_once, exit_key_create);
+  pthread_setspecific(exit_key, t);
+  t->ready = true;
+  return t;
+}
+
+void txmem_thread_exit(void) {
+  txmem_thread *t = &txmem_tls;
+  if (!t->ready) return;
+  if (t->depth > 0) txmem_tx_abort(1);
+  txmem_cache_flush(t);
+  txmem_epoch_thread_exit(t);
+  free(t->levels);
+  free(t->undo);
+  free(t->index);
+  free(t->commit);
+  free(t->limbo);
+  free(t->cache);
+  txmem_record *rec = t->rec;
+  memset(t, 0, sizeof *t);
+  atomic_store_explicit(&rec->active_epoch, 0, memory_order_release);
+  atomic_store_explicit(&rec->in_use, 0, memory_order_release);
+}
