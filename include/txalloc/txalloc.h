@@ -86,7 +86,8 @@ TXALLOC_API txalloc_error_fn txalloc_set_error_hook(txalloc_error_fn fn, void *a
   X(reserved_bytes, "virtual address space reserved")                                              \
   X(blocks_in_use, "blocks owned by thread heaps")                                                 \
   X(blocks_in_store, "blocks in the block store")                                                  \
-  X(large_cache_bytes, "bytes held in the large-object cache")
+  X(large_cache_bytes, "bytes held in the large-object cache")                                     \
+  X(peak_committed_bytes, "highest committed_bytes so far")
 
 typedef struct txalloc_stats {
 #define TXALLOC_STATS_FIELD_(name, doc) uint64_t name;
@@ -95,6 +96,18 @@ typedef struct txalloc_stats {
 #undef TXALLOC_STATS_FIELD_
 } txalloc_stats;
 TXALLOC_API void txalloc_stats_get(txalloc_stats *out);
+/* Per size class, merged over all threads: the class table (sizes ascending) and its
+ * counters. Large objects are not in any class (see large_mallocs). */
+typedef struct txalloc_class_stats {
+  uint64_t size;         /* object size of the class (bytes) */
+  uint64_t allocs;       /* objects allocated */
+  uint64_t frees;        /* objects freed (local and remote) */
+  uint64_t remote_frees; /* of which freed by a thread not owning the object's block */
+} txalloc_class_stats;
+/* Number of size classes. */
+TXALLOC_API size_t txalloc_class_count(void);
+/* Fills out[0 .. min(max, count)) and returns how many entries it wrote. */
+TXALLOC_API size_t txalloc_class_stats_get(txalloc_class_stats *out, size_t max);
 /* Writes the statistics as one JSON object (no newline) / as text, to the file
  * descriptor `fd`, without allocating. */
 TXALLOC_API void txalloc_stats_print_json(int fd);

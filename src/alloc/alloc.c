@@ -1,0 +1,348 @@
+/* The allocation API: malloc, free and their relatives (include/txalloc/txalloc.h).
+ *
+ * Fast paths: malloc takes the TLS heap, the size class (one table load), the bin's
+ * current block, and pops its private list or bumps its bump pointer. free finds the
+ * granule's kind in the region map, the block header by masking, validates the object
+ * (one multiplication), and pushes onto the private list when the calling thread owns
+ * the block, else onto the public list with a CAS (remote free). */
+#include <errno.h>
+#include <string.h>
+
+#include "alloc/internal.h"
+
+/* ---- Small and medium objects ---- */
+
+static inline txa_heap *heap_for_malloc(void) {
+  txa_heap *h = txa_tls_heap;
+  if (TXA_LIKELY(h != NULL)) return h;
+  return txa_heap_get_slow();
+}
+
+static inline void *class_alloc(unsigned c, size_t zero_bytes) {
+  txa_heap *h = heap_for_malloc();
+  if (TXA_UNLIKELY(!h)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  txa_block *b = h->bins[c].current;
+  bool zeroed = zero_bytes && b->zero_bump && b->free == NULL;
+  void *p = txa_block_take(b);
+  if (TXA_UNLIKELY(!p)) {
+    p = txa_heap_alloc_slow(h, c);
+    if (!p) return NULL;
+    b = h->bins[c].current;
+    zeroed = false;
+  }
+  txa_bump_counter(&h->cls[c].allocs, 1);
+  if (zero_bytes && !zeroed) memset(p, 0, zero_bytes);
+  return p;
+}
+
+static inline void *alloc_size(size_t size, size_t zero_bytes) {
+  if (TXA_LIKELY(size <= TXA_MEDIUM_MAX)) {
+    txa_init();
+    return class_alloc(txa_size_class(size), zero_bytes);
+  }
+  txa_init();
+  return txa_large_alloc(size, 0, zero_bytes != 0);
+}
+
+TXALLOC_API void *txalloc_malloc(size_t size) { return alloc_size(size, 0); }
+
+TXALLOC_API void *txalloc_calloc(size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return alloc_size(total, total ? total : 1);
+}
+
+/* ---- Validation and errors ---- */
+
+/* Index of the object starting at a in block b, or -1 when a is not an object start. */
+static inline int64_t object_index(const txa_block *b, uintptr_t a) {
+  uint64_t off = (uint64_t)(a - (uintptr_t)b) - b->first_offset;
+  uint64_t idx = (off * b->inverse) >> 40;
+  if (TXA_UNLIKELY(off >= TXA_GRANULE || idx >= b->capacity || idx * b->size != off)) return -1;
+  return (int64_t)idx;
+}
+
+static void report_bad_object(const char *op, const void *p, const txa_block *b) {
+  uintptr_t a = (uintptr_t)p;
+  if (b->capacity == 0) {
+    txa_error(TXALLOC_ERROR_INVALID_FREE, p,
+              "%s(%p): invalid pointer: no live object there (its block %p is empty; "
+              "double free?)",
+              op, p, (const void *)b);
+    return;
+  }
+  uint64_t off = (uint64_t)(a - (uintptr_t)b);
+  if (off >= b->first_offset) {
+    uint64_t idx = ((off - b->first_offset) * b->inverse) >> 40;
+    if (idx < b->capacity) {
+      txa_error(TXALLOC_ERROR_INVALID_FREE, p,
+                "%s(%p): invalid pointer: interior pointer, %llu bytes into the %u-byte "
+                "object at %p",
+                op, p, (unsigned long long)(off - b->first_offset - idx * b->size), b->size,
+                (void *)((uintptr_t)b + b->first_offset + idx * b->size));
+      return;
+    }
+  }
+  txa_error(TXALLOC_ERROR_INVALID_FREE, p,
+            "%s(%p): invalid pointer: not an object of the block %p (%u-byte objects)", op, p,
+            (const void *)b, b->size);
+}
+
+static void report_not_ours(const char *op, const void *p) {
+  txa_error(TXALLOC_ERROR_INVALID_FREE, p,
+            "%s(%p): invalid pointer: not allocated by txalloc (or an already released "
+            "large object)",
+            op, p);
+}
+
+/* The object's first word decodes to a link into its own block, or to the end of a list:
+ * the object sits on a free list (live objects have their first word zeroed when taken). */
+static inline bool looks_free(const txa_block *b, const void *p, uintptr_t key) {
+  uintptr_t d = *(const uintptr_t *)p ^ key;
+  return d == 0 || d - (uintptr_t)b < txa_span_size(b->span_kind);
+}
+
+static bool list_contains(const txa_block *b, const void *list, const void *p, uintptr_t key) {
+  uint32_t n = 0;
+  for (const void *q = list; q && n <= b->capacity; n++) {
+    if (q == p) return true;
+    if ((uintptr_t)q - (uintptr_t)b >= txa_span_size(b->span_kind)) return false;
+    q = txa_decode(*(const uintptr_t *)q, key);
+  }
+  return false;
+}
+
+/* Owner-side confirmation (option secure): is p really on one of b's free lists? */
+static bool confirmed_free(const txa_block *b, const void *p) {
+  return list_contains(b, b->free, p, b->key) ||
+         list_contains(b, atomic_load_explicit(&b->public_free, memory_order_acquire), p, b->key);
+}
+
+static void report_double_free(const char *op, const void *p, const txa_block *b) {
+  txa_error(TXALLOC_ERROR_DOUBLE_FREE, p,
+            "%s(%p): double free: the %u-byte object is already on a free list of its block %p", op,
+            p, b->size, (const void *)b);
+}
+
+/* ---- free ---- */
+
+static void remote_free(txa_block *b, void *p, const char *op) {
+  uintptr_t key = b->key_shared;
+  if (txa_g.free_check && TXA_UNLIKELY(looks_free(b, p, key))) {
+    report_double_free(op, p, b);
+    return;
+  }
+  void *head = atomic_load_explicit(&b->public_free, memory_order_relaxed);
+  do {
+    *(uintptr_t *)p = txa_encode(head, key);
+  } while (!atomic_compare_exchange_weak_explicit(&b->public_free, &head, p, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+/* pre: kind is SMALL or MEDIUM. Returns false (after reporting) for a bad pointer. */
+static inline bool free_in_block(void *p, unsigned kind, const char *op) {
+  uintptr_t a = (uintptr_t)p;
+  txa_block *b = txa_block_of(a, kind);
+  if (TXA_UNLIKELY(object_index(b, a) < 0)) {
+    report_bad_object(op, p, b);
+    return false;
+  }
+  txa_heap *h = txa_tls_heap;
+  unsigned c = b->class_shared;
+  if (TXA_LIKELY(h != NULL) && atomic_load_explicit(&b->owner, memory_order_relaxed) == h) {
+    uintptr_t key = b->key;
+    if (txa_g.free_check && TXA_UNLIKELY(looks_free(b, p, key))) {
+      if (!txa_g.secure || confirmed_free(b, p)) {
+        report_double_free(op, p, b);
+        return false;
+      }
+    }
+    if (TXA_UNLIKELY(txa_g.secure) && (char *)p >= b->bump && b->bump != b->bump_end) {
+      txa_error(TXALLOC_ERROR_INVALID_FREE, p,
+                "%s(%p): invalid pointer: the object was never allocated", op, p);
+      return false;
+    }
+    *(uintptr_t *)p = txa_encode(b->free, key);
+    b->free = p;
+    txa_bump_counter(&h->cls[c].frees, 1);
+    if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+    return true;
+  }
+  if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
+  remote_free(b, p, op);
+  if (h) {
+    txa_bump_counter(&h->cls[c].frees, 1);
+    txa_bump_counter(&h->cls[c].remote_frees, 1);
+  } else {
+    atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);
+  }
+  return true;
+}
+
+static void free_checked(void *p, const char *op) {
+  txa_init();
+  unsigned kind = txa_kind_of((uintptr_t)p);
+  if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
+    free_in_block(p, kind, op);
+  } else if (kind == TXA_KIND_LARGE) {
+    txa_large_free(p, op);
+  } else {
+    report_not_ours(op, p);
+  }
+}
+
+TXALLOC_API void txalloc_free(void *p) {
+  if (p) free_checked(p, "free");
+}
+
+/* ---- Sizes ---- */
+
+TXALLOC_API size_t txalloc_usable_size(const void *p) {
+  if (!p) return 0;
+  txa_init();
+  uintptr_t a = (uintptr_t)p;
+  unsigned kind = txa_kind_of(a);
+  if (kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM) {
+    txa_block *b = txa_block_of(a, kind);
+    return object_index(b, a) >= 0 ? b->size : 0;
+  }
+  if (kind == TXA_KIND_LARGE) return txa_large_usable(p);
+  return 0;
+}
+
+TXALLOC_API txalloc_owner txalloc_owner_of(const void *p) {
+  txa_init();
+  switch (txa_kind_of((uintptr_t)p)) {
+  case TXA_KIND_NONE: return TXALLOC_NOT_OURS;
+  case TXA_KIND_LARGE: return TXALLOC_LARGE;
+  default: return TXALLOC_SMALL;
+  }
+}
+
+/* ---- realloc ---- */
+
+TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
+  if (!p) return txalloc_malloc(size);
+  if (size == 0) {
+    free_checked(p, "realloc");
+    return NULL;
+  }
+  txa_init();
+  uintptr_t a = (uintptr_t)p;
+  unsigned kind = txa_kind_of(a);
+  size_t old;
+  if (kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM) {
+    txa_block *b = txa_block_of(a, kind);
+    if (object_index(b, a) < 0) {
+      report_bad_object("realloc", p, b);
+      return NULL;
+    }
+    old = b->size;
+    /* In place while the object is big enough and not more than twice the need. */
+    if (size <= old && (size >= old / 2 || old <= 64)) return p;
+  } else if (kind == TXA_KIND_LARGE) {
+    old = txa_large_usable(p);
+    if (old == 0) {
+      txa_large_free(p, "realloc"); /* reports the bad pointer */
+      return NULL;
+    }
+    if (size > TXA_MEDIUM_MAX) {
+      void *q = txa_large_realloc_in_place(p, size);
+      if (q) return q;
+    }
+  } else {
+    report_not_ours("realloc", p);
+    return NULL;
+  }
+  void *q = txalloc_malloc(size);
+  if (!q) return NULL; /* p stays valid */
+  memcpy(q, p, old < size ? old : size);
+  free_checked(p, "realloc");
+  return q;
+}
+
+TXALLOC_API void *txalloc_reallocarray(void *p, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return txalloc_realloc(p, total);
+}
+
+/* ---- Aligned allocation ---- */
+
+/* pre: align is a power of two. */
+static void *aligned(size_t align, size_t size) {
+  if (align <= 16) return txalloc_malloc(size);
+  txa_init();
+  if (size <= TXA_MEDIUM_MAX && align <= TXA_MEDIUM_MAX) {
+    /* A class whose natural alignment suffices: every object of it is aligned. */
+    for (unsigned c = txa_size_class(size); c < TXA_CLASSES; c++)
+      if (txa_classes[c].align >= align) return class_alloc(c, 0);
+  }
+  return txa_large_alloc(size, align, false);
+}
+
+static bool power_of_two(size_t x) { return x && !(x & (x - 1)); }
+
+TXALLOC_API int txalloc_posix_memalign(void **out, size_t alignment, size_t size) {
+  if (!power_of_two(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
+  int saved = errno;
+  void *p = aligned(alignment, size);
+  if (!p) {
+    errno = saved;
+    return ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+TXALLOC_API void *txalloc_aligned_alloc(size_t alignment, size_t size) {
+  if (!power_of_two(alignment)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return aligned(alignment, size);
+}
+
+TXALLOC_API void *txalloc_memalign(size_t alignment, size_t size) {
+  /* glibc: a non-power-of-two alignment is rounded up to the next power of two. */
+  if (alignment > ((size_t)1 << 62)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t a = 1;
+  while (a < alignment) a <<= 1;
+  return aligned(a, size);
+}
+
+TXALLOC_API void *txalloc_valloc(size_t size) { return aligned(txa_os_page_size(), size); }
+
+TXALLOC_API void *txalloc_pvalloc(size_t size) {
+  size_t page = txa_os_page_size();
+  if (size > SIZE_MAX - page) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size = size ? (size + page - 1) & ~(page - 1) : page;
+  return aligned(page, size);
+}
+
+/* ---- Maintenance ---- */
+
+TXALLOC_API void txalloc_collect(void) {
+  txa_init();
+  txa_heap *h = txa_tls_heap;
+  if (h) txa_heap_trim(h);
+  txa_store_reclaim_abandoned();
+  txa_store_purge(true);
+  txa_large_cache_flush();
+}

@@ -1,0 +1,175 @@
+/* The block store: global non-blocking LIFOs of blocks (McRT §3.2, Figure 1).
+ *
+ * ABA protection by tag bits freed by alignment: a block address is a multiple of 16 KiB
+ * below 2^47, so it fits in 33 bits (address >> 14); the other 31 bits of the 64-bit top
+ * word hold a version that every push and pop increments. A pop that read top = (A, v)
+ * and A->next = B succeeds only if top is still (A, v); any pop or push in between changed
+ * v, so the CAS fails instead of installing a stale B. Wrap-around needs 2^31 operations on
+ * one stack while a thread sleeps between its load and its CAS. Block headers are never
+ * unmapped (the header page survives decommit), so reading A->next of a block that was
+ * popped meanwhile is harmless: the value is discarded when the CAS fails.
+ *
+ * Stacks: empty blocks per span kind, "dirty" (memory still committed) and "clean"
+ * (decommitted); abandoned part-used blocks per size class. */
+#include "alloc/internal.h"
+
+#define PTR_BITS 33
+#define PTR_MASK ((UINT64_C(1) << PTR_BITS) - 1)
+
+typedef struct lifo {
+  _Alignas(TXA_CACHE_LINE) _Atomic(uint64_t) top;
+} lifo;
+
+static lifo dirty_empty[2], clean_empty[2], abandoned[TXA_CLASSES];
+static _Atomic(int64_t) dirty_bytes;
+static _Atomic(uint64_t) next_purge_ms;
+
+static inline txa_block *ptr_of(uint64_t top) {
+  return (txa_block *)(uintptr_t)((top & PTR_MASK) << TXA_BLOCK_SHIFT);
+}
+static inline uint64_t version_after(uint64_t top) { return ((top >> PTR_BITS) + 1) << PTR_BITS; }
+
+static void lifo_push(lifo *s, txa_block *b) {
+  uint64_t old = atomic_load_explicit(&s->top, memory_order_relaxed), desired;
+  do {
+    atomic_store_explicit(&b->store_next, old & PTR_MASK, memory_order_relaxed);
+    desired = version_after(old) | ((uintptr_t)b >> TXA_BLOCK_SHIFT);
+  } while (!atomic_compare_exchange_weak_explicit(&s->top, &old, desired, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+static txa_block *lifo_pop(lifo *s) {
+  uint64_t old = atomic_load_explicit(&s->top, memory_order_acquire), desired;
+  txa_block *b;
+  do {
+    b = ptr_of(old);
+    if (!b) return NULL;
+    uint64_t next = atomic_load_explicit(&b->store_next, memory_order_relaxed);
+    desired = version_after(old) | (next & PTR_MASK);
+  } while (!atomic_compare_exchange_weak_explicit(&s->top, &old, desired, memory_order_acquire,
+                                                  memory_order_acquire));
+  return b;
+}
+
+/* Takes the whole stack; returns its first block (chain through store_next). */
+static txa_block *lifo_take_all(lifo *s) {
+  uint64_t old = atomic_load_explicit(&s->top, memory_order_acquire);
+  while (ptr_of(old) &&
+         !atomic_compare_exchange_weak_explicit(&s->top, &old, version_after(old),
+                                                memory_order_acquire, memory_order_acquire)) {
+  }
+  return ptr_of(old);
+}
+
+static txa_block *chain_next(txa_block *b) {
+  return ptr_of(atomic_load_explicit(&b->store_next, memory_order_relaxed));
+}
+
+static inline unsigned kind_index(unsigned kind) { return kind == TXA_KIND_SMALL ? 0 : 1; }
+
+void txa_store_push_empty(txa_block *b) {
+  size_t span = txa_span_size(b->span_kind);
+  b->capacity = 0; /* frees into an empty block are invalid */
+  uint64_t now = txa_os_now_ms();
+  b->stored_ms = now;
+  lifo_push(&dirty_empty[kind_index(b->span_kind)], b);
+  atomic_fetch_add_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
+  TXA_GCOUNT(blocks_to_store, 1);
+  int64_t dirty =
+      atomic_fetch_add_explicit(&dirty_bytes, (int64_t)span, memory_order_relaxed) + (int64_t)span;
+  if ((uint64_t)dirty > txa_g.decommit_threshold ||
+      now >= atomic_load_explicit(&next_purge_ms, memory_order_relaxed))
+    txa_store_purge(false);
+}
+
+txa_block *txa_store_pop_empty(unsigned kind) {
+  txa_block *b = lifo_pop(&dirty_empty[kind_index(kind)]);
+  if (b) {
+    atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)txa_span_size(kind), memory_order_relaxed);
+  } else {
+    b = lifo_pop(&clean_empty[kind_index(kind)]);
+    if (!b) return NULL;
+    txa_committed_add((int64_t)(txa_span_size(kind) - TXA_OS_PAGE));
+    b->decommitted = 0;
+  }
+  atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
+  TXA_GCOUNT(blocks_from_store, 1);
+  return b;
+}
+
+void txa_store_push_abandoned(txa_block *b) {
+  lifo_push(&abandoned[b->class_id], b);
+  atomic_fetch_add_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
+}
+
+txa_block *txa_store_pop_abandoned(unsigned class_id) {
+  txa_block *b = lifo_pop(&abandoned[class_id]);
+  if (b) atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
+  return b;
+}
+
+/* Decommits the dirty empty blocks of one kind that are due. pre: txa_purge_lock held. */
+static void purge_kind(unsigned ki, bool force, uint64_t now) {
+  txa_block *chain = lifo_take_all(&dirty_empty[ki]);
+  /* Reverse so that the oldest blocks come first. */
+  txa_block *oldest = NULL;
+  while (chain) {
+    txa_block *next = chain_next(chain);
+    atomic_store_explicit(&chain->store_next, (uintptr_t)oldest >> TXA_BLOCK_SHIFT,
+                          memory_order_relaxed);
+    oldest = chain;
+    chain = next;
+  }
+  for (txa_block *b = oldest; b;) {
+    txa_block *next = chain_next(b);
+    size_t span = txa_span_size(b->span_kind);
+    int64_t dirty = atomic_load_explicit(&dirty_bytes, memory_order_relaxed);
+    if (force || (uint64_t)dirty > txa_g.decommit_threshold / 2 ||
+        now - b->stored_ms >= txa_g.decommit_delay_ms) {
+      txa_os_decommit((char *)b + TXA_OS_PAGE, span - TXA_OS_PAGE);
+      b->decommitted = 1;
+      txa_committed_add(-(int64_t)(span - TXA_OS_PAGE));
+      atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)span, memory_order_relaxed);
+      TXA_GCOUNT(spans_decommitted, 1);
+      lifo_push(&clean_empty[ki], b);
+    } else {
+      lifo_push(&dirty_empty[ki], b);
+    }
+    b = next;
+  }
+}
+
+void txa_store_purge(bool force) {
+  if (force) {
+    txa_lock_acquire(&txa_purge_lock);
+  } else {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong_explicit(&txa_purge_lock.held, &expected, 1,
+                                                 memory_order_acquire, memory_order_relaxed))
+      return; /* another thread is purging */
+  }
+  uint64_t now = txa_os_now_ms();
+  purge_kind(0, force, now);
+  purge_kind(1, force, now);
+  uint64_t pause = txa_g.decommit_delay_ms / 2;
+  atomic_store_explicit(&next_purge_ms, now + (pause ? pause : 1), memory_order_relaxed);
+  txa_lock_release(&txa_purge_lock);
+}
+
+void txa_store_reclaim_abandoned(void) {
+  for (unsigned c = 0; c < TXA_CLASSES; c++) {
+    txa_block *b = lifo_take_all(&abandoned[c]);
+    while (b) {
+      txa_block *next = chain_next(b);
+      atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
+      /* We hold b exclusively (it is out of every stack), so we are its only consumer. */
+      txa_block_repatriate(b);
+      if (b->used == 0) {
+        txa_store_push_empty(b);
+      } else {
+        txa_store_push_abandoned(b);
+      }
+      b = next;
+    }
+  }
+}

@@ -1,0 +1,310 @@
+/* Thread heaps: per-thread bins of blocks (McRT §3, §3.3).
+ *
+ * A heap is reached through one initial-exec TLS pointer. Everything in it, and every
+ * field of line 0 of the blocks it owns, is touched by the owning thread only, so the
+ * fast paths (alloc.c) use no lock and no atomic read-modify-write.
+ *
+ * Bin policy (§3.3): a bin's blocks form a ring with a distinguished head. When the
+ * current block has no free object, malloc first repatriates the current block's public
+ * list (one atomic exchange), then walks the ring, repatriating each block's public list
+ * and counting the free objects it finds on arrival. Passing the head ends a traversal:
+ * if fewer than bin_grow_percent % of the objects seen were free, the next refill adds a
+ * block instead of searching. A search inspects at most bin_search blocks before adding a
+ * block, which bounds the time of one malloc. A block that becomes empty by a local free
+ * (and is not the current block) is returned to the block store.
+ *
+ * Lifecycle: the heap is created on a thread's first call, registered with a pthread key
+ * whose destructor abandons it at thread exit: empty blocks go to the store, part-used
+ * ones to the abandoned stacks (owner NULL), where remote frees keep landing on their
+ * public lists until another thread adopts them. The heap structure is then recycled. */
+#include <errno.h>
+#include <string.h>
+
+#include "alloc/internal.h"
+#include "util/message.h"
+
+txa_block txa_empty_block; /* all zero: no free object, bump == bump_end == NULL */
+__thread txa_heap *txa_tls_heap;
+/* Set once the thread's key destructor ran: the thread is exiting. */
+static __thread bool tls_exiting;
+
+txa_lock txa_heap_lock;
+static txa_heap *all_heaps; /* guarded by txa_heap_lock */
+static txa_heap *heap_pool; /* guarded by txa_heap_lock */
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= UINT64_C(0xbf58476d1ce4e5b9);
+  x ^= x >> 27;
+  x *= UINT64_C(0x94d049bb133111eb);
+  x ^= x >> 31;
+  return x;
+}
+
+void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
+  const txa_class_info *ci = &txa_classes[c];
+  uintptr_t key = mix64(txa_g.secret ^ (uintptr_t)b ^ mix64(++h->key_counter)) |
+                  (UINT64_C(1) << 63); /* encoded NULL is never an address */
+  b->span_kind = ci->span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
+  b->key_shared = key;
+  b->inverse = ci->inverse;
+  b->first_offset = ci->first_offset;
+  b->size = ci->size;
+  b->class_shared = (uint16_t)c;
+  b->capacity = ci->capacity;
+  b->free = NULL;
+  b->bump = (char *)b + ci->first_offset;
+  b->bump_end = b->bump + (size_t)ci->capacity * ci->size;
+  b->key = key;
+  b->next = b->prev = NULL;
+  b->used = 0;
+  b->obj_size = ci->size;
+  b->class_id = (uint16_t)c;
+  b->zero_bump = zero;
+  atomic_store_explicit(&b->public_free, NULL, memory_order_relaxed);
+  atomic_store_explicit(&b->owner, h, memory_order_relaxed);
+}
+
+uint32_t txa_block_repatriate(txa_block *b) {
+  if (atomic_load_explicit(&b->public_free, memory_order_relaxed) == NULL) return 0;
+  void *list = atomic_exchange_explicit(&b->public_free, NULL, memory_order_acquire);
+  if (!list) return 0;
+  uintptr_t key = b->key, lo = (uintptr_t)b, span = txa_span_size(b->span_kind);
+  uint32_t n = 1;
+  void *tail = list;
+  for (;;) {
+    void *next = txa_decode(*(uintptr_t *)tail, key);
+    if (!next) break;
+    if ((uintptr_t)next - lo >= span || n >= b->capacity) {
+      txa_error(TXALLOC_ERROR_CORRUPTION, tail,
+                "heap corruption: object %p on the public free list of block %p has a "
+                "bad link (written after free?)",
+                tail, (void *)b);
+      break;
+    }
+    tail = next;
+    n++;
+  }
+  *(uintptr_t *)tail = txa_encode(b->free, key);
+  b->free = list;
+  b->used -= n < b->used ? n : b->used;
+  return n;
+}
+
+/* ---- The ring of a bin ---- */
+static void bin_insert(txa_bin *bn, txa_block *b) {
+  if (!bn->head) {
+    b->next = b->prev = b;
+    bn->head = b;
+  } else {
+    txa_block *x = bn->current != &txa_empty_block ? bn->current : bn->head;
+    b->next = x->next;
+    b->prev = x;
+    x->next->prev = b;
+    x->next = b;
+  }
+  bn->blocks++;
+}
+
+static void bin_remove(txa_bin *bn, txa_block *b) {
+  if (b->next == b) {
+    bn->head = NULL;
+    bn->current = &txa_empty_block;
+  } else {
+    b->prev->next = b->next;
+    b->next->prev = b->prev;
+    if (bn->head == b) bn->head = b->next;
+    if (bn->current == b) bn->current = b->next;
+  }
+  b->next = b->prev = NULL;
+  bn->blocks--;
+}
+
+void txa_heap_release_block(txa_heap *h, txa_block *b) {
+  bin_remove(&h->bins[b->class_id], b);
+  atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
+  txa_store_push_empty(b);
+}
+
+/* A block for class c owned by h and already in its bin: an abandoned one, else an empty
+ * one from the store, else fresh memory. NULL when out of memory. */
+static txa_block *acquire_block(txa_heap *h, unsigned c) {
+  txa_bin *bn = &h->bins[c];
+  for (int tries = 0; tries < 4; tries++) {
+    txa_block *b = txa_store_pop_abandoned(c);
+    if (!b) break;
+    atomic_store_explicit(&b->owner, h, memory_order_relaxed);
+    txa_block_repatriate(b);
+    TXA_COUNT(h, blocks_adopted, 1);
+    atomic_fetch_add_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
+    bin_insert(bn, b);
+    if (b->used < b->capacity) return b;
+  }
+  unsigned kind = txa_classes[c].span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
+  txa_block *b = txa_store_pop_empty(kind);
+  bool zero = false;
+  if (!b) {
+    b = txa_region_fresh_block(kind);
+    if (!b) return NULL;
+    zero = true;
+  }
+  txa_block_init(b, h, c, zero);
+  atomic_fetch_add_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
+  bin_insert(bn, b);
+  return b;
+}
+
+/* Traversal bookkeeping when the search passes the bin head (§3.3). */
+static void end_traversal(txa_bin *bn) {
+  if (bn->cap_seen) bn->grow = bn->free_seen * 100 < bn->cap_seen * txa_g.bin_grow_percent;
+  bn->visited = 0;
+  bn->free_seen = bn->cap_seen = 0;
+}
+
+void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
+  txa_bin *bn = &h->bins[c];
+  txa_block *cur = bn->current;
+  void *p;
+  if (cur != &txa_empty_block) {
+    if (txa_block_repatriate(cur)) TXA_COUNT(h, public_repatriations, 1);
+    if ((p = txa_block_take(cur)) != NULL) return p;
+    if (!bn->grow) {
+      txa_block *x = cur->next, *last = cur;
+      for (uint32_t i = 0; i < txa_g.bin_search && x != cur; i++) {
+        if (x == bn->head) end_traversal(bn);
+        if (txa_block_repatriate(x)) TXA_COUNT(h, public_repatriations, 1);
+        uint32_t avail = x->capacity - x->used;
+        bn->visited++;
+        bn->free_seen += avail;
+        bn->cap_seen += x->capacity;
+        if (avail) {
+          bn->current = x;
+          return txa_block_take(x);
+        }
+        last = x;
+        x = x->next;
+      }
+      /* The new block goes after the last block inspected, so that the next search
+       * starts with blocks this one did not look at. */
+      bn->current = last;
+    }
+  }
+  bn->grow = false;
+  txa_block *b = acquire_block(h, c);
+  if (!b) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  bn->current = b;
+  p = txa_block_take(b);
+  if (!p) { /* an adopted block that is still full: try once more with a fresh one */
+    b = acquire_block(h, c);
+    if (!b) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    bn->current = b;
+    p = txa_block_take(b);
+  }
+  return p;
+}
+
+/* ---- Heap lifecycle ---- */
+static void heap_reset(txa_heap *h) {
+  for (unsigned c = 0; c < TXA_CLASSES; c++) {
+    memset(&h->bins[c], 0, sizeof h->bins[c]);
+    h->bins[c].current = &txa_empty_block;
+  }
+}
+
+void txa_heap_tls_destructor(void *arg) {
+  txa_heap *h = arg;
+  tls_exiting = true;
+  if (h && h == txa_tls_heap) txa_heap_abandon(h);
+}
+
+txa_heap *txa_heap_get_slow(void) {
+  txa_init();
+  txa_heap *h = txa_tls_heap;
+  if (h) return h;
+  txa_lock_acquire(&txa_heap_lock);
+  h = heap_pool;
+  if (h) heap_pool = h->pool_next;
+  txa_lock_release(&txa_heap_lock);
+  if (!h) {
+    h = txa_region_meta(sizeof *h);
+    if (!h) return NULL;
+    txa_lock_acquire(&txa_heap_lock);
+    h->all_next = all_heaps;
+    all_heaps = h;
+    txa_lock_release(&txa_heap_lock);
+  }
+  heap_reset(h);
+  h->pool_next = NULL;
+  __atomic_store_n(&h->in_use, true, __ATOMIC_RELAXED);
+  /* Publish before pthread_setspecific, which may call malloc (glibc allocates the
+   * second-level key table): that call then finds this heap. */
+  txa_tls_heap = h;
+  pthread_setspecific(txa_g.tls_key, h);
+  txa_fork_register();
+  return h;
+}
+
+bool txa_thread_is_exiting(void) { return tls_exiting; }
+
+void txa_heap_abandon(txa_heap *h) {
+  int64_t released = 0;
+  for (unsigned c = 0; c < TXA_CLASSES; c++) {
+    txa_bin *bn = &h->bins[c];
+    txa_block *b = bn->head;
+    for (uint32_t i = 0; b && i < bn->blocks; i++) {
+      txa_block *next = b->next;
+      txa_block_repatriate(b);
+      b->next = b->prev = NULL;
+      atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
+      released++;
+      if (b->used == 0) {
+        txa_store_push_empty(b);
+      } else {
+        TXA_COUNT(h, blocks_abandoned, 1);
+        txa_store_push_abandoned(b);
+      }
+      b = next;
+    }
+  }
+  atomic_fetch_sub_explicit(&txa_blocks_in_use, released, memory_order_relaxed);
+  heap_reset(h);
+  if (txa_tls_heap == h) txa_tls_heap = NULL;
+  txa_lock_acquire(&txa_heap_lock);
+  txa_stats_fold_heap(h);
+  __atomic_store_n(&h->in_use, false, __ATOMIC_RELAXED);
+  h->pool_next = heap_pool;
+  heap_pool = h;
+  txa_lock_release(&txa_heap_lock);
+}
+
+void txalloc_thread_exit(void) {
+  txa_heap *h = txa_tls_heap;
+  if (!h) return;
+  pthread_setspecific(txa_g.tls_key, NULL);
+  txa_heap_abandon(h);
+}
+
+/* pre: txa_heap_lock held. */
+txa_heap *txa_heap_first(void) { return all_heaps; }
+
+/* Returns the calling thread's empty non-current blocks to the store (collect). */
+void txa_heap_trim(txa_heap *h) {
+  for (unsigned c = 0; c < TXA_CLASSES; c++) {
+    txa_bin *bn = &h->bins[c];
+    txa_block *b = bn->head;
+    uint32_t n = bn->blocks;
+    for (uint32_t i = 0; b && i < n; i++) {
+      txa_block *next = b->next;
+      txa_block_repatriate(b);
+      if (b->used == 0 && b != bn->current) txa_heap_release_block(h, b);
+      b = next;
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/* Process-wide initialisation, run by the first call into the allocator from whatever
+ * thread, possibly from ld.so or another library's constructor before main. It never
+ * allocates (no dlsym, no stdio buffers): options are read from environ by the options
+ * table, the region map is one mmap, the secret comes from the auxiliary vector. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "alloc/internal.h"
+#include "util/message.h"
+
+txa_globals txa_g;
+int txa_init_state;
+
+static void read_options(void) {
+  txa_g.secure = txalloc_opt(TXALLOC_OPT_SECURE) != 0;
+  txa_g.free_check = txalloc_opt(TXALLOC_OPT_FREE_CHECK) != 0 || txa_g.secure;
+  txa_g.decommit_delay_ms = (uint64_t)txalloc_opt(TXALLOC_OPT_DECOMMIT_DELAY_MS);
+  txa_g.decommit_threshold = (uint64_t)txalloc_opt(TXALLOC_OPT_DECOMMIT_THRESHOLD_MB) << 20;
+  txa_g.large_cache_max = (uint64_t)txalloc_opt(TXALLOC_OPT_LARGE_CACHE_MB) << 20;
+  txa_g.region_size = (size_t)txalloc_opt(TXALLOC_OPT_REGION_MB) << 20;
+  txa_g.bin_search = (uint32_t)txalloc_opt(TXALLOC_OPT_BIN_SEARCH);
+  txa_g.bin_grow_percent = (uint32_t)txalloc_opt(TXALLOC_OPT_BIN_GROW_PERCENT);
+}
+
+static uintptr_t random_secret(void) {
+  uintptr_t s = (uintptr_t)&txa_g ^ UINT64_C(0x9e3779b97f4a7c15);
+  const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+  if (r) {
+    uint64_t v;
+    memcpy(&v, r, sizeof v);
+    s ^= v;
+  }
+  return s;
+}
+
+void txa_init_slow(void) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&txa_init_state, &expected, 1, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    /* Another thread initialises; it never allocates, so it finishes. */
+    while (__atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) != 2) __builtin_ia32_pause();
+    return;
+  }
+  txalloc_options_init();
+  read_options();
+  txa_g.secret = random_secret();
+  txa_classes_init();
+  void *map = txa_os_map(TXA_MAP_ENTRIES, TXA_OS_PAGE);
+  if (!map) {
+    txalloc_message("cannot map the region map (%zu MiB of address space); giving up",
+                    TXA_MAP_ENTRIES >> 20);
+    abort();
+  }
+  txa_region_map = (_Atomic(uint8_t) *)map;
+  if (pthread_key_create(&txa_g.tls_key, txa_heap_tls_destructor) != 0) {
+    txalloc_message("cannot create a pthread key: thread heaps will not be handed back");
+  }
+  if (txalloc_opt(TXALLOC_OPT_VERBOSE))
+    txalloc_message("initialised: %d size classes up to %zu bytes, region map at %p", TXA_CLASSES,
+                    TXA_MEDIUM_MAX, map);
+  __atomic_store_n(&txa_init_state, 2, __ATOMIC_RELEASE);
+}

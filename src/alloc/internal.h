@@ -1,0 +1,277 @@
+/* The allocator's internal types and invariants (McRT-Malloc §3, made production grade).
+ *
+ * Glossary
+ *   granule   1 MiB of address space; the unit of the region map and of carving.
+ *   region    a large reservation (option region_mb) carved into granules on demand.
+ *   chunk     a carved granule: 64 small blocks, one medium span, or allocator metadata.
+ *   block     an aligned span holding objects of one size class: 16 KiB (small classes)
+ *             or 1 MiB (medium classes). Its header sits at its start.
+ *   object    what malloc returns. Small/medium objects have no header.
+ *   large     objects above the largest class: their own mapping (whole granules), a
+ *             64-byte header just before the object, cached for reuse when freed.
+ *   heap      a thread's bins (one per class) of blocks; reached through initial-exec TLS.
+ *   store     global non-blocking LIFOs of empty blocks (per span kind, dirty or
+ *             decommitted) and of abandoned part-used blocks (per class).
+ *
+ * Free lists: objects on a block's private or public list hold, in their first word, the
+ * link to the next object XOR the block's key (0 ^ key ends a list). List heads are
+ * raw pointers. A live object's first word is zeroed when it leaves a free list, so a free
+ * whose object still decodes to a link into its own block is a double free. */
+#ifndef TXALLOC_ALLOC_INTERNAL_H
+#define TXALLOC_ALLOC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "os/os_mem.h"
+#include "txalloc/txalloc.h"
+#include "util/options.h"
+
+#define TXA_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TXA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TXA_CACHE_LINE 64
+
+/* ---- Geometry ---- */
+#define TXA_BLOCK_SHIFT 14 /* small blocks: 16 KiB, aligned to their size */
+#define TXA_BLOCK_SIZE ((size_t)1 << TXA_BLOCK_SHIFT)
+#define TXA_GRANULE_SHIFT 20 /* region map unit, chunk size, medium span size */
+#define TXA_GRANULE ((size_t)1 << TXA_GRANULE_SHIFT)
+#define TXA_MEDIUM_SPAN TXA_GRANULE
+#define TXA_ADDRESS_BITS 47 /* user address space of x86-64 4-level paging */
+#define TXA_MAP_ENTRIES ((size_t)1 << (TXA_ADDRESS_BITS - TXA_GRANULE_SHIFT))
+#define TXA_BLOCK_HEADER 192 /* three cache lines, see txa_block */
+
+/* ---- Size classes (size_class.c) ---- */
+#define TXA_CLASSES 88                      /* 8 by 16 B up to 128 B, then 8 per doubling */
+#define TXA_SMALL_MAX ((size_t)1024)        /* classes up to here live in 16 KiB blocks */
+#define TXA_MEDIUM_MAX ((size_t)128 * 1024) /* largest class; above: large objects */
+#define TXA_LARGE_HEADER 64
+
+typedef struct txa_class_info {
+  uint32_t size;         /* object size, a multiple of 16 */
+  uint32_t first_offset; /* offset of object 0 from the block start */
+  uint32_t capacity;     /* objects per block */
+  uint32_t span_shift;   /* log2 of the block size */
+  uint32_t align;        /* every object of the class is aligned to this */
+  uint64_t inverse;      /* floor(2^40 / size) + 1: offset / size by multiplication */
+} txa_class_info;
+
+extern txa_class_info txa_classes[TXA_CLASSES];
+/* Class of a request of `size` bytes (size <= TXA_MEDIUM_MAX). */
+extern uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
+extern uint8_t txa_class_by_128[TXA_MEDIUM_MAX / 128 + 1];
+static inline unsigned txa_size_class(size_t size) {
+  return size <= TXA_SMALL_MAX ? txa_class_by_16[(size + 15) >> 4]
+                               : txa_class_by_128[(size + 127) >> 7];
+}
+/* Fills the class table (the one function a placement policy replaces). */
+void txa_classes_init(void);
+
+/* ---- Region map (region.c) ---- */
+enum txa_kind {
+  TXA_KIND_NONE = 0, /* not ours */
+  TXA_KIND_RESERVED, /* reserved by a region but not carved yet */
+  TXA_KIND_SMALL,    /* chunk of 16 KiB blocks */
+  TXA_KIND_MEDIUM,   /* one 1 MiB medium block */
+  TXA_KIND_LARGE,    /* large-object mapping (live or cached) */
+  TXA_KIND_META,     /* allocator metadata (heaps) */
+};
+extern _Atomic(uint8_t) *txa_region_map; /* one entry per granule, NULL before init */
+
+static inline unsigned txa_kind_of(uintptr_t a) {
+  if (TXA_UNLIKELY(a >> TXA_ADDRESS_BITS)) return TXA_KIND_NONE;
+  return atomic_load_explicit(&txa_region_map[a >> TXA_GRANULE_SHIFT], memory_order_relaxed);
+}
+void txa_map_set(uintptr_t start, size_t size, unsigned kind);
+
+/* Carves a fresh block of the given span kind (SMALL or MEDIUM); NULL when the OS refuses.
+ * Fresh memory reads as zero. */
+void *txa_region_fresh_block(unsigned kind);
+/* Metadata memory (zeroed, never freed). */
+void *txa_region_meta(size_t size);
+
+/* ---- Blocks ---- */
+typedef struct txa_heap txa_heap;
+typedef struct txa_block txa_block;
+struct txa_block {
+  /* line 0: written by the owner only (fast paths) */
+  void *free;        /* private free list: head raw, links encoded */
+  char *bump;        /* next never-used object */
+  char *bump_end;    /* end of the last whole object */
+  uintptr_t key;     /* copy of key for the owner's fast path */
+  txa_block *next;   /* bin ring */
+  txa_block *prev;   /* bin ring */
+  uint32_t used;     /* objects out of the private list and bump area (public included) */
+  uint32_t obj_size; /* copy of the class size */
+  uint16_t class_id; /* size class */
+  uint8_t zero_bump; /* the bump area reads as zero (fresh or decommitted memory) */
+  uint8_t pad0[5];
+  /* line 1: written when the block changes hands; read by every thread that frees */
+  _Alignas(TXA_CACHE_LINE) _Atomic(txa_heap *) owner; /* NULL: in the store or abandoned */
+  _Atomic(uint64_t) store_next;                       /* link in a block-store LIFO */
+  uintptr_t key_shared; /* link encoding key, random per block lifetime */
+  uint64_t inverse;     /* see txa_class_info */
+  uint32_t capacity;    /* objects in the block; 0 while the block is empty/in the store */
+  uint32_t first_offset;
+  uint32_t size; /* object size */
+  uint16_t class_shared;
+  uint8_t span_kind; /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
+  uint8_t decommitted;
+  uint64_t stored_ms; /* when it entered the dirty empty store */
+  /* line 2: the public free list, target of remote frees' CAS */
+  _Alignas(TXA_CACHE_LINE) _Atomic(void *) public_free;
+};
+_Static_assert(sizeof(txa_block) <= TXA_BLOCK_HEADER, "block header too big");
+
+static inline size_t txa_span_size(unsigned kind) {
+  return kind == TXA_KIND_SMALL ? TXA_BLOCK_SIZE : TXA_MEDIUM_SPAN;
+}
+static inline txa_block *txa_block_of(uintptr_t a, unsigned kind) {
+  return (txa_block *)(a & ~(uintptr_t)(txa_span_size(kind) - 1));
+}
+static inline uintptr_t txa_encode(void *next, uintptr_t key) { return (uintptr_t)next ^ key; }
+static inline void *txa_decode(uintptr_t link, uintptr_t key) { return (void *)(link ^ key); }
+
+/* ---- Block store (block_store.c) ---- */
+void txa_store_push_empty(txa_block *b);
+txa_block *txa_store_pop_empty(unsigned kind);
+void txa_store_push_abandoned(txa_block *b);
+txa_block *txa_store_pop_abandoned(unsigned class_id);
+/* Decommits empty blocks that waited longer than the delay or exceed the threshold;
+ * `force`: all of them. */
+void txa_store_purge(bool force);
+/* Adopts every abandoned block, frees the empty ones, pushes the rest back (collect). */
+void txa_store_reclaim_abandoned(void);
+
+/* ---- Thread heaps (heap.c) ---- */
+enum txa_counter {
+#define TXA_COUNTER_ID_(name, doc) TXA_C_##name,
+  TXALLOC_STATS_COUNTERS(TXA_COUNTER_ID_)
+#undef TXA_COUNTER_ID_
+      TXA_COUNTERS
+};
+
+typedef struct txa_bin {
+  txa_block *current; /* never NULL: &txa_empty_block when the bin has no block */
+  txa_block *head;    /* the distinguished bin head of §3.3; NULL when empty */
+  uint32_t blocks;    /* blocks in the ring */
+  uint32_t visited;   /* blocks inspected in the current traversal */
+  uint64_t free_seen; /* free objects found on arriving at blocks, this traversal */
+  uint64_t cap_seen;  /* capacity of the blocks inspected, this traversal */
+  bool grow;          /* last traversal found < bin_grow_percent free: add a block */
+} txa_bin;
+
+typedef struct txa_class_counters {
+  uint64_t allocs, frees, remote_frees;
+} txa_class_counters;
+
+struct txa_heap {
+  txa_bin bins[TXA_CLASSES];
+  /* Statistics: written by the owning thread only (relaxed atomic stores, plain moves on
+   * x86-64), read by txalloc_stats_get. */
+  txa_class_counters cls[TXA_CLASSES];
+  uint64_t counters[TXA_COUNTERS];
+  uint64_t key_counter;
+  txa_heap *all_next;  /* registry of every heap ever made (never unlinked) */
+  txa_heap *pool_next; /* free heaps, ready for a new thread */
+  bool in_use;
+};
+
+extern txa_block txa_empty_block; /* sentinel: no free object, no bump space */
+extern __thread txa_heap *txa_tls_heap;
+
+txa_heap *txa_heap_get_slow(void); /* creates the calling thread's heap (or NULL) */
+void *txa_heap_alloc_slow(txa_heap *h, unsigned c);     /* refill the bin, then allocate */
+void txa_heap_release_block(txa_heap *h, txa_block *b); /* empty non-current block */
+void txa_heap_abandon(txa_heap *h);
+void txa_heap_tls_destructor(void *arg); /* pthread key destructor */
+void txa_heap_trim(txa_heap *h);         /* return empty non-current blocks to the store */
+txa_heap *txa_heap_first(void);          /* registry head; pre: txa_heap_lock held */
+bool txa_thread_is_exiting(void);        /* the thread's key destructor already ran */
+/* Initialises block b (fresh or from the store) for class c, owned by h. */
+void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero);
+/* Moves the public list onto the (empty) private list; returns the objects moved. */
+uint32_t txa_block_repatriate(txa_block *b);
+
+/* Takes one object from b's private list, else from its bump area; NULL when b is full.
+ * Owner only. The object's first word (its old link) is zeroed so that only objects on a
+ * free list carry a valid encoded link. */
+static inline void *txa_block_take(txa_block *b) {
+  void *p = b->free;
+  if (TXA_LIKELY(p != NULL)) {
+    b->free = txa_decode(*(uintptr_t *)p, b->key);
+    *(uintptr_t *)p = 0;
+    b->used++;
+    return p;
+  }
+  if (b->bump != b->bump_end) {
+    p = b->bump;
+    b->bump += b->obj_size;
+    b->used++;
+    return p;
+  }
+  return NULL;
+}
+
+static inline uint64_t txa_rd(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+/* Owner-only counter bump: a relaxed load and store, no locked instruction. */
+static inline void txa_bump_counter(uint64_t *p, uint64_t n) {
+  __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+#define TXA_COUNT(h, name, n) txa_bump_counter(&(h)->counters[TXA_C_##name], (n))
+
+/* ---- Global state (init.c, stats.c) ---- */
+typedef struct txa_globals {
+  uintptr_t secret;      /* random, for block keys */
+  pthread_key_t tls_key; /* destructor hands the heap back at thread exit */
+  bool secure, free_check;
+  uint32_t bin_search, bin_grow_percent;
+  uint64_t decommit_delay_ms, decommit_threshold, large_cache_max;
+  size_t region_size;
+} txa_globals;
+extern txa_globals txa_g;
+extern int txa_init_state; /* 0 none, 1 running, 2 done */
+void txa_init_slow(void);
+static inline void txa_init(void) {
+  if (TXA_UNLIKELY(__atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) != 2)) txa_init_slow();
+}
+
+/* Process-wide counters for events off the thread heaps (large objects, OS calls) and for
+ * exited heaps, updated atomically (slow paths only). */
+extern _Atomic(uint64_t) txa_global_counters[TXA_COUNTERS];
+#define TXA_GCOUNT(name, n)                                                                        \
+  atomic_fetch_add_explicit(&txa_global_counters[TXA_C_##name], (n), memory_order_relaxed)
+extern _Atomic(uint64_t) txa_global_cls[TXA_CLASSES][3];
+extern _Atomic(int64_t) txa_committed, txa_reserved, txa_blocks_in_use, txa_blocks_in_store,
+    txa_large_live, txa_large_cached;
+extern _Atomic(uint64_t) txa_peak_committed;
+void txa_committed_add(int64_t delta);
+void txa_stats_fold_heap(txa_heap *h); /* exited heap's counters into the global ones */
+
+/* ---- Large objects (large.c) ---- */
+void *txa_large_alloc(size_t size, size_t align, bool zero);
+void txa_large_free(void *p, const char *op);           /* reports bad pointers */
+size_t txa_large_usable(const void *p);                 /* 0 if p is not a live large object */
+void *txa_large_realloc_in_place(void *p, size_t size); /* p, or NULL if it cannot */
+void txa_large_cache_flush(void);
+
+/* ---- Errors (error.c) ---- */
+/* Reports a bad call through the hook; returns only when a user hook is installed. */
+void txa_error(txalloc_error_kind kind, const void *ptr, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- Locks (fork.c): spin locks for slow paths, taken by the fork handlers. ---- */
+typedef struct txa_lock {
+  _Atomic(int) held;
+} txa_lock;
+void txa_lock_acquire(txa_lock *l);
+static inline void txa_lock_release(txa_lock *l) {
+  atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+extern txa_lock txa_region_lock, txa_large_lock, txa_heap_lock, txa_purge_lock;
+void txa_fork_register(void);
+
+#endif

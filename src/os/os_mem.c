@@ -1,0 +1,70 @@
+#define _GNU_SOURCE
+/* Virtual memory primitives (Linux). Uses the libc wrappers of mmap/munmap/mprotect/
+ * madvise/mremap, which are plain system calls and never allocate. */
+#include "os/os_mem.h"
+
+#include <errno.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+size_t txa_os_page_size(void) {
+  unsigned long p = getauxval(AT_PAGESZ);
+  return p ? (size_t)p : TXA_OS_PAGE;
+}
+
+/* Maps size + align bytes and trims both ends so that an aligned run of `size` remains. */
+static void *map_aligned(size_t size, size_t align, int prot, int flags) {
+  if (align < TXA_OS_PAGE) align = TXA_OS_PAGE;
+  if (size > SIZE_MAX / 2 - align) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t len = size + (align > TXA_OS_PAGE ? align : 0);
+  void *raw = mmap(NULL, len, prot, flags | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uintptr_t start = (uintptr_t)raw;
+  uintptr_t aligned = (start + align - 1) & ~(uintptr_t)(align - 1);
+  if (aligned > start) munmap(raw, aligned - start);
+  uintptr_t end = start + len, want_end = aligned + size;
+  if (end > want_end) munmap((void *)want_end, end - want_end);
+  return (void *)aligned;
+}
+
+void *txa_os_reserve(size_t size, size_t align) {
+  return map_aligned(size, align, PROT_NONE, MAP_NORESERVE);
+}
+
+void *txa_os_map(size_t size, size_t align) {
+  return map_aligned(size, align, PROT_READ | PROT_WRITE, MAP_NORESERVE);
+}
+
+int txa_os_commit(void *addr, size_t size) {
+  if (mprotect(addr, size, PROT_READ | PROT_WRITE) != 0) {
+    errno = ENOMEM;
+    return -1;
+  }
+  return 0;
+}
+
+void txa_os_decommit(void *addr, size_t size) {
+  int saved = errno;
+  madvise(addr, size, MADV_DONTNEED);
+  errno = saved;
+}
+
+void txa_os_unmap(void *addr, size_t size) {
+  int saved = errno;
+  munmap(addr, size);
+  errno = saved;
+}
+
+bool txa_os_grow_in_place(void *addr, size_t old_size, size_t new_size) {
+  int saved = errno;
+  void *r = mremap(addr, old_size, new_size, 0);
+  errno = saved;
+  return r == addr;
+}
