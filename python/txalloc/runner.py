@@ -24,7 +24,7 @@ from typing import Any
 
 from . import allocators as alloc_mod
 from .progress import Progress
-from .spec import Row, Spec, WorkloadDef, cell_key, command_line, expand_rows, parameter_environment
+from .spec import Row, Spec, WorkloadDef, cell_key, command_line, config_label, expand_rows, parameter_environment
 
 RESULTS_FILE = "results.jsonl"
 STUDY_FILE = "study.json"
@@ -303,6 +303,15 @@ def append_record(study_dir: Path, record: dict) -> None:
         os.fsync(f.fileno())
 
 
+def short_label(plan: Plan, row: Row) -> str:
+    """The row named by its workload and the parameters that vary among the plan's rows."""
+    varying = [
+        name for name, value in row.params
+        if any(r.workload == row.workload and r.params_dict.get(name) != value for r in plan.rows)
+    ]
+    return f"{config_label(row.workload, row.params_dict, varying)} t={row.threads}"
+
+
 def execute(plan: Plan, study_dir: Path, stream=None, max_cells: int | None = None) -> int:
     """Runs every cell of the plan not yet in results.jsonl. Returns how many ran.
     `max_cells` stops early (tests use it to simulate an interruption)."""
@@ -319,7 +328,7 @@ def execute(plan: Plan, study_dir: Path, stream=None, max_cells: int | None = No
     for cell in todo:
         if max_cells is not None and ran >= max_cells:
             break
-        label = f"{cell.row.label} {cell.allocator.name} #{cell.rep + 1}"
+        label = f"{short_label(plan, cell.row)} {cell.allocator.name} #{cell.rep + 1}"
         progress.show(label)
         record = run_cell(cell, plan, base_env)
         append_record(study_dir, record)
