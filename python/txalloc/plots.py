@@ -27,7 +27,8 @@ def _colors(allocators: list[str]) -> dict[str, str]:
 
 
 def scaling_plots(an: Analysis, out: Path) -> list[Path]:
-    """Per workload: its metric against threads, one line per allocator, 95 % CI bars; one
+    """Per workload: the mean of its metric against threads, one line per allocator, 95 % CI
+    bars of the mean; one
     panel per parameter combination."""
     colors = _colors(an.allocators)
     by_workload: dict[str, dict[str, list[RowResult]]] = defaultdict(lambda: defaultdict(list))
@@ -46,13 +47,13 @@ def scaling_plots(an: Analysis, out: Path) -> list[Path]:
                 if not pts:
                     continue
                 xs = [p[0] for p in pts]
-                ys = [p[1].median for p in pts]
+                ys = [p[1].mean for p in pts]  # the mean, which the CI is about
                 err = [0.0 if math.isnan(p[1].ci_half_width) else p[1].ci_half_width for p in pts]
                 ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=a, color=colors[a])
             ax.set_title(label, fontsize=9)
             ax.set_xlabel("threads")
             ax.set_xticks(sorted({r.threads for r in rows}))
-            ax.set_ylabel(_METRIC_LABELS.get(rows[0].metric, rows[0].metric), fontsize=8)
+            ax.set_ylabel(_METRIC_LABELS.get(rows[0].metric, rows[0].metric) + "\nmean, 95 % CI", fontsize=8)
             ax.grid(alpha=0.3)
         for ax in list(axes.flat)[n:]:
             ax.set_visible(False)
