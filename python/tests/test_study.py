@@ -269,3 +269,39 @@ params.knob = { env = "FAKE_KNOB", type = "str" }
     recs = records(study_dir)
     assert sorted(r["result"]["params"]["knob"] for r in recs) == ["left", "right"]
     assert all("FAKE_KNOB" not in " ".join(r["argv"]) for r in recs)
+
+
+def test_only_if_missing_stands_in_for_an_unbuilt_workload(write_spec, study_env, fake_program):
+    body = """
+allocators = ["fast"]
+threads = [1]
+[[run]]
+workload = "wanted"
+[[run]]
+workload = "fake"
+only_if_missing = "wanted"
+[workload.wanted]
+program = "PROGRAM"
+"""
+    spec = load_spec(str(write_spec(body.replace("PROGRAM", "/nonexistent/wanted"))))
+    plan = runner.make_plan(spec, "normal", study_env)
+    assert [r.workload for r in plan.rows] == ["fake"]
+    assert "workload fake runs in place of wanted, which is not built" in plan.notes
+    spec = load_spec(str(write_spec(body.replace("PROGRAM", str(fake_program)), "other.toml")))
+    plan = runner.make_plan(spec, "normal", study_env)
+    assert [r.workload for r in plan.rows] == ["wanted"]
+
+
+def test_progress_in_a_log_is_throttled_and_has_an_eta():
+    import io
+
+    from txalloc.progress import Progress, format_duration
+
+    out = io.StringIO()
+    p = Progress(100, 0, out)
+    for i in range(100):
+        p.step(f"cell {i}", failed=(i == 50))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3  # the first, the failure, the end
+    assert "100/100 100%" in lines[-1] and "failed 1" in lines[-1] and "ETA 0:00" in lines[-1]
+    assert format_duration(3725) == "1:02:05" and format_duration(None) == "--:--"

@@ -1,5 +1,5 @@
-"""A one-line progress bar with ETA on stderr (a line per step when stderr is not a
-terminal, so logs stay readable)."""
+"""A one-line progress bar with ETA on stderr (when stderr is not a terminal, a line every
+few seconds instead, so logs stay readable)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ def format_duration(seconds: float | None) -> str:
 
 
 class Progress:
+    LOG_INTERVAL_S = 5.0
+
     def __init__(self, total: int, already_done: int = 0, stream=None, width: int = 28):
         self.total = total
         self.done = already_done
@@ -26,6 +28,7 @@ class Progress:
         self.started = time.monotonic()
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.failures = 0
+        self.last_logged = float("-inf")
 
     def eta(self) -> float | None:
         ran = self.done - self.start_done
@@ -49,12 +52,16 @@ class Progress:
         self.done += 1
         if failed:
             self.failures += 1
-        self.show(label, always=True)
+        self.show(label, always=failed or self.done == self.total)
 
     def show(self, label: str = "", always: bool = False) -> None:
-        """Redraws the bar; without a terminal only completed steps are written."""
-        if not self.tty and not always:
-            return
+        """Redraws the bar. Without a terminal (a log) a line is written at most every
+        LOG_INTERVAL_S seconds, and always when asked (a failure, the end)."""
+        if not self.tty:
+            now = time.monotonic()
+            if not always and now - self.last_logged < self.LOG_INTERVAL_S:
+                return
+            self.last_logged = now
         text = self.line(label)
         if self.tty:
             self.stream.write("\r\x1b[K" + text[:200])

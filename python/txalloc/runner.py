@@ -78,6 +78,8 @@ def make_plan(
     rows = expand_rows(spec, mode)
     # A run entry marked only_if_missing = W stands in for W when W's program is not built.
     rows = [r for r in rows if not (r.only_if_missing and find_program(spec.workloads[r.only_if_missing], bench_dir))]
+    for stand_in, missing_one in dict.fromkeys((r.workload, r.only_if_missing) for r in rows if r.only_if_missing):
+        notes.append(f"workload {stand_in} runs in place of {missing_one}, which is not built")
     programs: dict[str, str] = {}
     skipped: dict[str, str] = {}
     for wname in dict.fromkeys(r.workload for r in rows):
