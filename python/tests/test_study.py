@@ -305,3 +305,19 @@ def test_progress_in_a_log_is_throttled_and_has_an_eta():
     assert len(lines) == 3  # the first, the failure, the end
     assert "100/100 100%" in lines[-1] and "failed 1" in lines[-1] and "ETA 0:00" in lines[-1]
     assert format_duration(3725) == "1:02:05" and format_duration(None) == "--:--"
+
+
+def test_dry_run_peers_and_specs_commands(write_spec, study_env, tmp_path, capsys):
+    spec = write_spec('allocators = ["fast", "slow"]\nthreads = [1, 2]\n[[run]]\nworkload = "fake"\n'
+                      'params = { value = [1.0, 3.0] }\n')
+    assert cli.main(["study", str(spec), "--dry-run", "--quick", "--build-dir", str(study_env),
+                     "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "mode quick: 4 rows x 2 allocators = 16 runs" in out
+    assert "--value 0.75" in out and "--threads 2" in out
+    assert not (tmp_path / "o").exists()  # nothing written
+    assert cli.main(["peers", "--build-dir", str(study_env)]) == 0
+    out = capsys.readouterr().out
+    assert "glibc" in out and "txalloc    missing" in out
+    assert cli.main(["specs"]) == 0
+    assert "default" in capsys.readouterr().out
