@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "txalloc/options.h"
 
@@ -168,6 +169,13 @@ typedef struct tm_stats {
 } tm_stats;
 TXALLOC_API void tm_stats_get(tm_stats *out);
 TXALLOC_API void tm_stats_reset(void);
+/* Writes `stats` as one JSON object (the keys of tm_stats; aborts_by_cause keyed by
+ * tm_abort_cause_name; plus false_conflict_share = false / (true + false + unknown) and
+ * abort_rate = aborts / (commits + aborts)) to `out`, without a newline. */
+TXALLOC_API void tm_stats_print_json(FILE *out, const tm_stats *stats);
+/* Writes the TM configuration (backend, design, ort_log2, shift, hash, cm, nesting,
+ * irrevocable_after, attribution) as one JSON object to `out`, without a newline. */
+TXALLOC_API void tm_config_print_json(FILE *out);
 
 #ifdef __cplusplus
 }

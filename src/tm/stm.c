@@ -1,0 +1,556 @@
+/* The word-based STM backend (TinySTM class; docs/stm.md):
+ *   - a global version clock (tm_clock) and an ORT of versioned locks (tm_internal.h has
+ *     the lock-word layout);
+ *   - designs: ETL write-back (locks taken at the first store, values buffered, written at
+ *     commit), ETL write-through (locks at the first store, memory written in place, undo
+ *     values kept in the write set), CTL write-back (TL2-like: stores buffered and indexed
+ *     by a hash table, locks taken at commit);
+ *   - lazy snapshot algorithm (LSA): a read that sees a version newer than the snapshot
+ *     extends the snapshot (validating the read set) instead of aborting, so every attempt
+ *     observes a consistent state (opacity);
+ *   - contention managers on a held lock: suicide, backoff (suicide + randomized
+ *     exponential delay before the retry, tm_runtime.c), wait (bounded), kill (the older
+ *     transaction marks the younger owner killed and waits; the younger aborts itself);
+ *   - irrevocable mode: one transaction at a time holds tm_irrevocable; it writes in place
+ *     under locks, waits instead of aborting, and writers that reach their commit while it
+ *     runs abort (TM_ABORT_KILLED).
+ * Invariants:
+ *   I1 a stripe's memory changes only while its lock is held (by a writer) or in a
+ *      non-transactional access;
+ *   I2 a lock word is released with version ts only after every word written under it
+ *      holds its final value, and ts was taken after all of the committer's locks were held;
+ *   I3 every read-set entry (lock, seen) was observed unlocked with version seen <= end,
+ *      and the read value was written by that version's committer. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "tm/stm_access.h"
+
+tm_clock_line tm_clock;
+tm_irrevocable_line tm_irrevocable;
+
+static inline uint64_t clock_now(void) {
+  return __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
+}
+
+/* ---- Set-up ---- */
+void stm_thread_init(tm_tx *tx) {
+  tx->rcap = 1024;
+  tx->rset = malloc(tx->rcap * sizeof *tx->rset);
+  void *region = mmap(NULL, TM_WSET_MAX * sizeof(tm_wentry), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!tx->rset || region == MAP_FAILED) tm_fatal("cannot allocate a transaction descriptor");
+  tx->wset = region;
+  tx->wslot_mask = 255;
+  tx->wslots = calloc(tx->wslot_mask + 1, sizeof *tx->wslots);
+  if (!tx->wslots) tm_fatal("cannot allocate a transaction descriptor");
+  tx->wepoch = 1;
+}
+
+void stm_rset_grow(tm_tx *tx) {
+  size_t cap = tx->rcap * 2;
+  tm_rentry *r = realloc(tx->rset, cap * sizeof *r);
+  if (!r) tm_fatal("out of memory growing a read set");
+  tx->rset = r;
+  tx->rcap = cap;
+}
+
+static tm_wentry *wentry_alloc(tm_tx *tx) {
+  if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) tm_fatal("a transaction wrote more than 2^20 words");
+  return &tx->wset[tx->wn];
+}
+
+/* Fields other threads may read are stored atomically (relaxed). */
+static inline void wentry_link(tm_wentry *e, uintptr_t w, tm_tx *tx, uint64_t *lock,
+                               tm_wentry *next, uint64_t saved, unsigned level, unsigned acquired) {
+  __atomic_store_n(&e->addr, w, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->tx, tx, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->next, next, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->saved, saved, __ATOMIC_RELAXED);
+  e->lock = lock;
+  e->level = level;
+  e->acquired = acquired;
+}
+
+static tm_wentry *chain_find(tm_wentry *e, uintptr_t w) {
+  for (; e; e = e->next)
+    if (e->addr == w) return e;
+  return NULL;
+}
+
+/* ---- Validation and snapshot extension ---- */
+
+/* Index of the first read-set entry no longer valid, or SIZE_MAX. An entry is valid when
+ * its lock still shows the version read, or we hold the lock and took it over that version. */
+static size_t validate(const tm_tx *tx) {
+  const tm_rentry *r = tx->rset;
+  for (size_t i = 0, n = tx->rn; i < n; i++) {
+    uint64_t l = __atomic_load_n(r[i].lock, __ATOMIC_ACQUIRE);
+    if (TM_LIKELY(l == r[i].seen)) continue;
+    if ((l & 1) && owned_by(tx, l) && lock_head(l)->saved == r[i].seen) continue;
+    return i;
+  }
+  return SIZE_MAX;
+}
+
+static _Noreturn void abort_validation(tm_tx *tx, size_t bad, tm_abort_cause cause, uint64_t now) {
+  tm_conflict_class cls = tm_classify_validation(tx, bad);
+  unsigned level = tm_level_of_read(tx, bad);
+  /* The reads before `bad` (all of the surviving levels' reads) are valid at `now`. */
+  if (level > 1) tx->end = now << 1;
+  tm_abort_conflict(tx, level, cause, cls);
+}
+
+static void check_killed(tm_tx *tx) {
+  if (TM_UNLIKELY(__atomic_load_n(&tx->status, __ATOMIC_ACQUIRE) == TM_STATUS_KILLED))
+    tm_abort_conflict(tx, 1, TM_ABORT_KILLED,
+                      (tm_conflict_class)__atomic_load_n(&tx->kill_class, __ATOMIC_RELAXED));
+}
+
+/* Extends the snapshot to the current clock, or aborts with `cause`. */
+static void extend_or_abort(tm_tx *tx, tm_abort_cause cause) {
+  uint64_t now = clock_now();
+  size_t bad = validate(tx);
+  if (bad != SIZE_MAX) abort_validation(tx, bad, cause, now);
+  tx->end = now << 1;
+  if (tm_cfg.cm == TM_CM_KILL) check_killed(tx);
+}
+
+/* ---- Contention management: another transaction holds `lock` (word l) ---- */
+
+/* Returns the lock word to retry with once it changed, or aborts this transaction. */
+static uint64_t on_locked(tm_tx *tx, uint64_t *lock, uint64_t l, uintptr_t w,
+                          tm_abort_cause cause) {
+  if (tx->mode == TM_MODE_IRREVOCABLE) { /* never aborts: the owner will go */
+    for (unsigned i = 0;; i++) {
+      uint64_t now = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
+      if (now != l) return now;
+      tm_pause_or_yield(i);
+    }
+  }
+  unsigned spins = 0;
+  if (tm_cfg.cm == TM_CM_WAIT) spins = tm_cfg.wait_spins;
+  if (tm_cfg.cm == TM_CM_KILL) {
+    check_killed(tx);
+    tm_tx *owner = __atomic_load_n(&lock_head(l)->tx, __ATOMIC_RELAXED);
+    if (owner && __atomic_load_n(&owner->prio, __ATOMIC_RELAXED) > tx->prio) {
+      /* We are older: kill the owner (it aborts at its next check or at its commit) and
+       * wait for the lock. */
+      uint64_t expected = TM_STATUS_ACTIVE;
+      __atomic_store_n(&owner->kill_class, (uint64_t)tm_classify_locked(lock, l, w),
+                       __ATOMIC_RELAXED);
+      __atomic_compare_exchange_n(&owner->status, &expected, TM_STATUS_KILLED, false,
+                                  __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+      spins = tm_cfg.wait_spins;
+    }
+  }
+  for (unsigned i = 0; i < spins; i++) {
+    tm_pause_or_yield(i);
+    uint64_t now = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+    if (now != l) return now;
+    if (tm_cfg.cm == TM_CM_KILL) check_killed(tx);
+  }
+  tm_abort_conflict(tx, tm_conflict_level(tx), cause, tm_classify_locked(lock, l, w));
+}
+
+/* ---- Loads ---- */
+
+/* The word from a stripe we hold: write-back keeps our bytes in the chain. */
+static uint64_t read_own(const tm_tx *tx, uint64_t l, uintptr_t w) {
+  if (tx->mode != TM_MODE_ETL_WB) return word_read(w);
+  tm_wentry *e = chain_find(lock_head(l), w);
+  if (!e) return word_read(w);
+  if (e->mask == ~UINT64_C(0)) return e->value;
+  return (word_read(w) & ~e->mask) | (e->value & e->mask);
+}
+
+/* A consistent read of word w (adds it to the read set). */
+static uint64_t read_consistent(tm_tx *tx, uintptr_t w) {
+  uint64_t *lock = tm_ort_lock(w);
+  uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+  for (;;) {
+    if (l & 1) {
+      if (owned_by(tx, l)) return read_own(tx, l, w);
+      l = on_locked(tx, lock, l, w, TM_ABORT_READ_LOCKED);
+      continue;
+    }
+    uint64_t v = word_read(w);
+    uint64_t l2 = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+    if (TM_UNLIKELY(l2 != l)) {
+      l = l2;
+      continue;
+    }
+    /* The version is <= the clock, so after a successful extension it is in the snapshot. */
+    if (l > tx->end) extend_or_abort(tx, TM_ABORT_VALIDATE_READ);
+    rset_push(tx, lock, l, w);
+    return v;
+  }
+}
+
+/* Irrevocable: no other writer commits while we run (they abort at their commit), and
+ * those that passed that point before hold their locks until their values are in memory. */
+static uint64_t read_irrevocable(tm_tx *tx, uintptr_t w) {
+  uint64_t *lock = tm_ort_lock(w);
+  uint64_t l = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
+  while ((l & 1) && !owned_by(tx, l)) l = on_locked(tx, lock, l, w, TM_ABORT_READ_LOCKED);
+  return word_read(w);
+}
+
+static inline uint64_t bloom_bit(uintptr_t w) { return UINT64_C(1) << ((w >> 3) & 63); }
+
+static inline size_t wslot_hash(uintptr_t w, size_t mask) {
+  return (size_t)(((w >> 3) * UINT64_C(0x9E3779B97F4A7C15)) >> 40) & mask;
+}
+
+static tm_wentry *ctl_find(tm_tx *tx, uintptr_t w) {
+  for (size_t i = wslot_hash(w, tx->wslot_mask);; i = (i + 1) & tx->wslot_mask) {
+    tm_wslot *s = &tx->wslots[i];
+    if (s->epoch != tx->wepoch) return NULL;
+    if (s->addr == w) return &tx->wset[s->index];
+  }
+}
+
+uint64_t stm_load_word(tm_tx *tx, uintptr_t w) {
+  switch (tx->mode) {
+  case TM_MODE_IRREVOCABLE: return read_irrevocable(tx, w);
+  case TM_MODE_CTL_WB:
+    if (tx->bloom & bloom_bit(w)) {
+      tm_wentry *e = ctl_find(tx, w);
+      if (e) {
+        if (e->mask == ~UINT64_C(0)) return e->value;
+        return (read_consistent(tx, w) & ~e->mask) | (e->value & e->mask);
+      }
+    }
+    return read_consistent(tx, w);
+  default: return read_consistent(tx, w);
+  }
+}
+
+/* ---- Stores ---- */
+
+/* Encounter-time locking (write-back, write-through, and irrevocable in place). */
+static void etl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
+  const bool in_place = tx->mode != TM_MODE_ETL_WB;
+  uint64_t *lock = tm_ort_lock(w);
+  uint64_t l = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
+  for (;;) {
+    if (l & 1) {
+      if (!owned_by(tx, l)) {
+        l = on_locked(tx, lock, l, w, TM_ABORT_WRITE_LOCKED);
+        continue;
+      }
+      tm_wentry *head = lock_head(l);
+      tm_wentry *e = chain_find(head, w);
+      if (e && e->level == tx->wlevel) { /* this level wrote the word already */
+        if (in_place) {
+          e->value = (e->value & e->mask) | (word_read(w) & ~e->mask);
+          e->mask |= mask;
+          word_write(w, value, mask);
+        } else {
+          e->value = (e->value & ~mask) | (value & mask);
+          e->mask |= mask;
+        }
+        return;
+      }
+      /* First store of this level to w: a new entry shadows the older one (a child's
+       * abort removes it and the parent's bytes reappear). */
+      tm_wentry *n = wentry_alloc(tx);
+      wentry_link(n, w, tx, lock, head, head->saved, tx->wlevel, 0);
+      if (in_place) {
+        n->value = word_read(w);
+        n->mask = mask;
+        word_write(w, value, mask);
+      } else {
+        uint64_t old = e ? e->value : 0, old_mask = e ? e->mask : 0;
+        n->value = (old & ~mask) | (value & mask);
+        n->mask = old_mask | mask;
+      }
+      tx->wn++;
+      __atomic_store_n(lock, (uint64_t)(uintptr_t)n | 1, __ATOMIC_RELEASE);
+      return;
+    }
+    tm_wentry *n = wentry_alloc(tx);
+    wentry_link(n, w, tx, lock, NULL, l, tx->wlevel, 1);
+    n->value = value & mask;
+    n->mask = mask;
+    if (!__atomic_compare_exchange_n(lock, &l, (uint64_t)(uintptr_t)n | 1, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST))
+      continue;
+    tx->wn++;
+    if (in_place) {
+      n->value = word_read(w); /* undo: the committed word (stable: we hold the lock) */
+    }
+    /* Reads of other words of this stripe now come from memory at version l: it must be
+     * inside the snapshot. */
+    if (l > tx->end && tx->mode != TM_MODE_IRREVOCABLE)
+      extend_or_abort(tx, TM_ABORT_VALIDATE_EXTEND);
+    if (in_place) word_write(w, value, mask);
+    return;
+  }
+}
+
+static void ctl_index_insert(tm_tx *tx, uintptr_t w, size_t index);
+
+static void ctl_index_rebuild(tm_tx *tx, size_t entries) {
+  if (++tx->wepoch == 0) {
+    memset(tx->wslots, 0, (tx->wslot_mask + 1) * sizeof *tx->wslots);
+    tx->wepoch = 1;
+  }
+  tx->bloom = 0;
+  for (size_t i = 0; i < entries; i++) {
+    ctl_index_insert(tx, tx->wset[i].addr, i);
+    tx->bloom |= bloom_bit(tx->wset[i].addr);
+  }
+}
+
+static void ctl_index_insert(tm_tx *tx, uintptr_t w, size_t index) {
+  if ((index + 1) * 2 > tx->wslot_mask + 1) { /* keep the load factor <= 1/2 */
+    size_t slots = (tx->wslot_mask + 1) * 2;
+    tm_wslot *s = calloc(slots, sizeof *s);
+    if (!s) tm_fatal("out of memory growing a write-set index");
+    free(tx->wslots);
+    tx->wslots = s;
+    tx->wslot_mask = slots - 1;
+    tx->wepoch = 1;
+    for (size_t i = 0; i < index; i++) ctl_index_insert(tx, tx->wset[i].addr, i);
+  }
+  for (size_t i = wslot_hash(w, tx->wslot_mask);; i = (i + 1) & tx->wslot_mask) {
+    tm_wslot *s = &tx->wslots[i];
+    if (s->epoch != tx->wepoch || s->addr == w) {
+      s->addr = w;
+      s->index = (uint32_t)index;
+      s->epoch = tx->wepoch;
+      return;
+    }
+  }
+}
+
+/* Commit-time locking: buffer the store; the index maps w to its newest entry. */
+static void ctl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
+  tm_wentry *e = (tx->bloom & bloom_bit(w)) ? ctl_find(tx, w) : NULL;
+  if (e && e->level == tx->wlevel) {
+    e->value = (e->value & ~mask) | (value & mask);
+    e->mask |= mask;
+    return;
+  }
+  tm_wentry *n = wentry_alloc(tx);
+  wentry_link(n, w, tx, tm_ort_lock(w), NULL, 0, tx->wlevel, 0);
+  uint64_t old = e ? e->value : 0, old_mask = e ? e->mask : 0;
+  n->value = (old & ~mask) | (value & mask);
+  n->mask = old_mask | mask;
+  ctl_index_insert(tx, w, tx->wn);
+  tx->wn++;
+  tx->bloom |= bloom_bit(w);
+}
+
+void stm_store_word(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
+  if (tx->mode == TM_MODE_CTL_WB)
+    ctl_store(tx, w, value, mask);
+  else
+    etl_store(tx, w, value, mask);
+}
+
+/* ---- Begin, commit, rollback ---- */
+
+void stm_irrevocable_acquire(tm_tx *tx) {
+  for (unsigned i = 0;; i++) {
+    tm_tx *expected = NULL;
+    if (__atomic_load_n(&tm_irrevocable.owner, __ATOMIC_RELAXED) == NULL &&
+        __atomic_compare_exchange_n(&tm_irrevocable.owner, &expected, tx, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED))
+      return;
+    tm_pause_or_yield(i);
+  }
+}
+
+void stm_irrevocable_release(tm_tx *tx) {
+  (void)tx;
+  __atomic_store_n(&tm_irrevocable.owner, NULL, __ATOMIC_SEQ_CST);
+}
+
+bool stm_try_become_irrevocable(tm_tx *tx) {
+  tm_tx *expected = NULL;
+  if (tx->depth != 1 || tx->rn != 0 || tx->wn != 0) return false;
+  if (!__atomic_compare_exchange_n(&tm_irrevocable.owner, &expected, tx, false, __ATOMIC_SEQ_CST,
+                                   __ATOMIC_RELAXED))
+    return false;
+  tx->mode = TM_MODE_IRREVOCABLE;
+  return true;
+}
+
+static tm_mode design_mode(void) {
+  switch (tm_cfg.design) {
+  case TM_DESIGN_ETL_WT: return TM_MODE_ETL_WT;
+  case TM_DESIGN_CTL_WB: return TM_MODE_CTL_WB;
+  default: return TM_MODE_ETL_WB;
+  }
+}
+
+void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
+  if (irrevocable) {
+    stm_irrevocable_acquire(tx);
+    tx->mode = TM_MODE_IRREVOCABLE;
+  } else {
+    /* New transactions wait while an irrevocable one runs (it would make them abort). */
+    for (unsigned i = 0; __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE); i++)
+      tm_pause_or_yield(i);
+    tx->mode = design_mode();
+  }
+  uint64_t now = clock_now();
+  /* Published before the first read (sequentially consistent): reclamation (tm_gc_*) must
+   * see that this transaction may hold references to memory unlinked after `now`. */
+  __atomic_exchange_n(&tx->gc_start, now, __ATOMIC_SEQ_CST);
+  tx->end = now << 1;
+  tx->rn = 0;
+  tx->wn = 0;
+  tx->ctl_locked = 0;
+  if (tx->mode == TM_MODE_CTL_WB && tx->bloom) ctl_index_rebuild(tx, 0);
+  if (fresh) __atomic_store_n(&tx->prio, (now << 16) | (tx->id & 0xffff), __ATOMIC_RELAXED);
+  __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&tx->status, TM_STATUS_ACTIVE, __ATOMIC_RELEASE);
+}
+
+/* CTL: take the locks of every buffered word; entries of one lock form its chain. */
+static void ctl_acquire(tm_tx *tx) {
+  for (size_t i = tx->ctl_locked; i < tx->wn; i++) {
+    tm_wentry *e = &tx->wset[i];
+    uint64_t *lock = e->lock;
+    uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+    for (;;) {
+      if (l & 1) {
+        if (owned_by(tx, l)) {
+          tm_wentry *head = lock_head(l);
+          __atomic_store_n(&e->next, head, __ATOMIC_RELAXED);
+          __atomic_store_n(&e->saved, head->saved, __ATOMIC_RELAXED);
+          e->acquired = 0;
+          __atomic_store_n(lock, (uint64_t)(uintptr_t)e | 1, __ATOMIC_RELEASE);
+          break;
+        }
+        l = on_locked(tx, lock, l, e->addr, TM_ABORT_WRITE_LOCKED);
+        continue;
+      }
+      __atomic_store_n(&e->next, NULL, __ATOMIC_RELAXED);
+      __atomic_store_n(&e->saved, l, __ATOMIC_RELAXED);
+      e->acquired = 1;
+      if (__atomic_compare_exchange_n(lock, &l, (uint64_t)(uintptr_t)e | 1, false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST))
+        break;
+    }
+    tx->ctl_locked = i + 1;
+  }
+}
+
+/* Releases the locks of entries [0, n) with version word `version`, after recording the
+ * commit for conflict attribution. */
+static void release_all(tm_tx *tx, size_t n, uint64_t version) {
+  tm_wentry *ws = tx->wset;
+  if (tm_cfg.records) {
+    for (size_t i = 0; i < n; i++)
+      if (ws[i].acquired) {
+        uint64_t *lock = ws[i].lock;
+        tm_record_commit(lock, lock_head(__atomic_load_n(lock, __ATOMIC_RELAXED)), ws[i].saved,
+                         version);
+      }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (ws[i].acquired) __atomic_store_n(ws[i].lock, version, __ATOMIC_RELEASE);
+}
+
+void stm_commit(tm_tx *tx) {
+  if (tx->mode == TM_MODE_IRREVOCABLE) {
+    if (tx->wn) {
+      uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
+      release_all(tx, tx->wn, ts << 1);
+    }
+    stm_irrevocable_release(tx);
+    return;
+  }
+  if (tx->wn == 0) return; /* read-only: consistent at `end` (LSA), nothing to publish */
+  if (tx->mode == TM_MODE_CTL_WB) ctl_acquire(tx);
+  /* All our locks are held (sequentially consistent CAS); an irrevocable transaction that
+   * set the flag before this load waits for them, one that sets it later sees them. */
+  if (TM_UNLIKELY(__atomic_load_n(&tm_irrevocable.owner, __ATOMIC_SEQ_CST) != NULL))
+    tm_abort_conflict(tx, 1, TM_ABORT_KILLED, TM_CLASS_UNKNOWN);
+  if (tm_cfg.cm == TM_CM_KILL) {
+    uint64_t expected = TM_STATUS_ACTIVE;
+    if (!__atomic_compare_exchange_n(&tx->status, &expected, TM_STATUS_COMMITTING, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      check_killed(tx);
+  }
+  uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
+  if ((ts - 1) << 1 != tx->end) { /* others committed since the snapshot */
+    size_t bad = validate(tx);
+    if (bad != SIZE_MAX) {
+      tm_conflict_class cls = tm_classify_validation(tx, bad);
+      tm_abort_conflict(tx, 1, TM_ABORT_VALIDATE_COMMIT, cls);
+    }
+  }
+  if (tx->mode != TM_MODE_ETL_WT) {
+    tm_wentry *ws = tx->wset;
+    for (size_t i = 0, n = tx->wn; i < n; i++) word_write(ws[i].addr, ws[i].value, ws[i].mask);
+  }
+  release_all(tx, tx->wn, ts << 1);
+}
+
+/* Write-through: restores the words written by entries [mark, wn) and releases (or
+ * unlinks) their locks. Restored stripes get a new version, never their old one: a reader
+ * may have seen our uncommitted bytes between two loads of an unchanged lock word. */
+static void rollback_in_place(tm_tx *tx, size_t mark) {
+  tm_wentry *ws = tx->wset;
+  bool acquired = false;
+  for (size_t i = tx->wn; i-- > mark;) {
+    word_write(ws[i].addr, ws[i].value, ws[i].mask);
+    acquired |= ws[i].acquired != 0;
+  }
+  uint64_t version = 0;
+  if (acquired) version = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST) << 1;
+  for (size_t i = tx->wn; i-- > mark;) {
+    if (!ws[i].acquired) {
+      __atomic_store_n(ws[i].lock, (uint64_t)(uintptr_t)ws[i].next | 1, __ATOMIC_RELEASE);
+      continue;
+    }
+    /* Our surviving reads of this stripe saw the content we restored. */
+    for (size_t r = 0; r < tx->rn; r++)
+      if (tx->rset[r].lock == ws[i].lock && tx->rset[r].seen == ws[i].saved)
+        tx->rset[r].seen = version;
+    if (tm_cfg.records) tm_record_commit(ws[i].lock, NULL, ws[i].saved, version);
+    __atomic_store_n(ws[i].lock, version, __ATOMIC_RELEASE);
+  }
+  tx->wn = mark;
+}
+
+void stm_rollback(tm_tx *tx, unsigned level) {
+  size_t wmark = level == 1 ? 0 : tx->levels[level]->wset_mark;
+  size_t rmark = level == 1 ? 0 : tx->levels[level]->rset_mark;
+  tx->rn = rmark;
+  tm_wentry *ws = tx->wset;
+  switch (tx->mode) {
+  case TM_MODE_ETL_WT:
+  case TM_MODE_IRREVOCABLE:
+    rollback_in_place(tx, wmark);
+    if (level == 1 && tx->mode == TM_MODE_IRREVOCABLE) stm_irrevocable_release(tx);
+    break;
+  case TM_MODE_CTL_WB:
+    if (level == 1) {
+      for (size_t i = 0; i < tx->ctl_locked; i++)
+        if (ws[i].acquired) __atomic_store_n(ws[i].lock, ws[i].saved, __ATOMIC_RELEASE);
+      tx->ctl_locked = 0;
+    }
+    tx->wn = wmark;
+    ctl_index_rebuild(tx, wmark);
+    break;
+  default: /* ETL write-back: memory is untouched; newest entries are chain heads */
+    for (size_t i = tx->wn; i-- > wmark;) {
+      uint64_t word = ws[i].acquired ? ws[i].saved : (uint64_t)(uintptr_t)ws[i].next | 1;
+      __atomic_store_n(ws[i].lock, word, __ATOMIC_RELEASE);
+    }
+    tx->wn = wmark;
+  }
+}
+
+void stm_merge_child(tm_tx *tx, unsigned child) {
+  for (size_t i = tx->levels[child]->wset_mark; i < tx->wn; i++) tx->wset[i].level = child - 1;
+}

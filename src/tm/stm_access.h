@@ -1,0 +1,82 @@
+/* Word access primitives of the STM, shared by its slow paths (stm.c) and the inlined
+ * fast paths of the public loads/stores (tm_access.c).
+ *
+ * Shared data words are always read and written with __atomic operations, so
+ * ThreadSanitizer sees synchronised accesses and the compiler never tears or caches them.
+ * Reading the 8-byte word that contains a sub-word object may touch bytes outside that
+ * object (never outside its page): the readers are excluded from AddressSanitizer. */
+#ifndef TXALLOC_TM_STM_ACCESS_H
+#define TXALLOC_TM_STM_ACCESS_H
+
+#include "tm/tm_internal.h"
+
+#define TM_NO_ASAN __attribute__((no_sanitize("address")))
+
+/* Acquire: a reader that sees a committed value also sees the lock word of its writer
+ * (writers store data with release after locking). */
+TM_NO_ASAN static inline uint64_t word_read(uintptr_t w) {
+  return __atomic_load_n((const uint64_t *)w, __ATOMIC_ACQUIRE);
+}
+
+/* Writes the bytes of `value` selected by `mask` into word w, touching no other byte:
+ * whole aligned halves, quarters and bytes are stored with one sized atomic store each. */
+TM_NO_ASAN static inline void word_write(uintptr_t w, uint64_t value, uint64_t mask) {
+  if (TM_LIKELY(mask == ~UINT64_C(0))) {
+    __atomic_store_n((uint64_t *)w, value, __ATOMIC_RELEASE);
+    return;
+  }
+  for (unsigned half = 0; half < 8; half += 4) {
+    uint64_t hm = UINT64_C(0xffffffff) << (half * 8);
+    if ((mask & hm) == 0) continue;
+    if ((mask & hm) == hm) {
+      __atomic_store_n((uint32_t *)(w + half), (uint32_t)(value >> (half * 8)), __ATOMIC_RELEASE);
+      continue;
+    }
+    for (unsigned q = half; q < half + 4; q += 2) {
+      uint64_t qm = UINT64_C(0xffff) << (q * 8);
+      if ((mask & qm) == 0) continue;
+      if ((mask & qm) == qm) {
+        __atomic_store_n((uint16_t *)(w + q), (uint16_t)(value >> (q * 8)), __ATOMIC_RELEASE);
+        continue;
+      }
+      for (unsigned b = q; b < q + 2; b++)
+        if (mask & (UINT64_C(0xff) << (b * 8)))
+          __atomic_store_n((uint8_t *)(w + b), (uint8_t)(value >> (b * 8)), __ATOMIC_RELEASE);
+    }
+  }
+}
+
+/* A locked lock word points into the owner's write-set region; only the owner stores such
+ * words, and it releases all of them before its transaction ends, so a lock word pointing
+ * into our region means we hold the lock now. */
+static inline bool owned_by(const tm_tx *tx, uint64_t l) {
+  return (uintptr_t)(l - 1) - (uintptr_t)tx->wset < TM_WSET_MAX * sizeof(tm_wentry);
+}
+static inline tm_wentry *lock_head(uint64_t l) { return (tm_wentry *)(uintptr_t)(l - 1); }
+
+void stm_rset_grow(tm_tx *tx);
+static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t w) {
+  if (TM_UNLIKELY(tx->rn == tx->rcap)) stm_rset_grow(tx);
+  tm_rentry *e = &tx->rset[tx->rn++];
+  e->lock = lock;
+  e->seen = seen;
+  e->addr = w;
+}
+
+/* The common case of a load under encounter-time locking: the stripe is unlocked, its
+ * version is inside the snapshot and stays the same around the read. Everything else goes
+ * to stm_load_word. */
+static inline uint64_t stm_load_word_fast(tm_tx *tx, uintptr_t w) {
+  uint64_t *lock = tm_ort_lock(w);
+  uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+  if (TM_LIKELY(l <= tx->end && !(l & 1))) {
+    uint64_t v = word_read(w);
+    if (TM_LIKELY(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l)) {
+      rset_push(tx, lock, l, w);
+      return v;
+    }
+  }
+  return stm_load_word(tx, w);
+}
+
+#endif

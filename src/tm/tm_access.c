@@ -1,0 +1,147 @@
+/* The public transactional loads and stores. The STM works on aligned 8-byte words: a
+ * sub-word access reads its containing word and extracts its bytes, a sub-word store
+ * merges its bytes into the word under a byte mask (only those bytes are ever written to
+ * memory). An access that straddles two words is split. Outside a transaction the
+ * accesses are plain atomic loads and stores of the object's own size. */
+#include <string.h>
+
+#include "tm/stm_access.h"
+
+static inline uint64_t size_mask(unsigned size) {
+  return size == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (size * 8)) - 1;
+}
+
+TM_NO_ASAN static uint64_t plain_load(uintptr_t a, unsigned size) {
+  switch (size) {
+  case 1: return __atomic_load_n((const uint8_t *)a, __ATOMIC_ACQUIRE);
+  case 2: return __atomic_load_n((const uint16_t *)a, __ATOMIC_ACQUIRE);
+  case 4: return __atomic_load_n((const uint32_t *)a, __ATOMIC_ACQUIRE);
+  default: return __atomic_load_n((const uint64_t *)a, __ATOMIC_ACQUIRE);
+  }
+}
+
+static void plain_store(uintptr_t a, unsigned size, uint64_t v) {
+  switch (size) {
+  case 1: __atomic_store_n((uint8_t *)a, (uint8_t)v, __ATOMIC_RELEASE); break;
+  case 2: __atomic_store_n((uint16_t *)a, (uint16_t)v, __ATOMIC_RELEASE); break;
+  case 4: __atomic_store_n((uint32_t *)a, (uint32_t)v, __ATOMIC_RELEASE); break;
+  default: __atomic_store_n((uint64_t *)a, v, __ATOMIC_RELEASE); break;
+  }
+}
+
+/* Every load that is not an aligned 64-bit load under ETL. */
+static uint64_t load_slow(tm_tx *tx, uintptr_t a, unsigned size) {
+  if (!tx || tx->mode == TM_MODE_NONE) {
+    if ((a & (size - 1)) == 0) return plain_load(a, size);
+    uint64_t v = 0;
+    memcpy(&v, (const void *)a, size); /* misaligned, outside a transaction */
+    return v;
+  }
+  if (tx->mode == TM_MODE_LOCK) {
+    if ((a & (size - 1)) == 0) return tm_lock_load(tx, a, size);
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; i++) v |= tm_lock_load(tx, a + i, 1) << (8 * i);
+    return v;
+  }
+  uintptr_t w = a & ~(uintptr_t)7;
+  unsigned off = (unsigned)(a & 7);
+  if (off + size <= 8) return (stm_load_word(tx, w) >> (off * 8)) & size_mask(size);
+  uint64_t lo = stm_load_word(tx, w) >> (off * 8);
+  uint64_t hi = stm_load_word(tx, w + 8) << ((8 - off) * 8);
+  return (lo | hi) & size_mask(size);
+}
+
+static void store_slow(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
+  if (!tx || tx->mode == TM_MODE_NONE) {
+    if ((a & (size - 1)) == 0)
+      plain_store(a, size, v);
+    else
+      memcpy((void *)a, &v, size);
+    return;
+  }
+  if (tx->mode == TM_MODE_LOCK) {
+    if ((a & (size - 1)) == 0) {
+      tm_lock_store(tx, a, size, v);
+      return;
+    }
+    for (unsigned i = 0; i < size; i++) tm_lock_store(tx, a + i, 1, (v >> (8 * i)) & 0xff);
+    return;
+  }
+  uintptr_t w = a & ~(uintptr_t)7;
+  unsigned off = (unsigned)(a & 7);
+  uint64_t m = size_mask(size);
+  if (off + size <= 8) {
+    stm_store_word(tx, w, v << (off * 8), m << (off * 8));
+    return;
+  }
+  stm_store_word(tx, w, v << (off * 8), m << (off * 8));
+  stm_store_word(tx, w + 8, v >> ((8 - off) * 8), m >> ((8 - off) * 8));
+}
+
+static inline bool etl_mode(const tm_tx *tx) {
+  return tx->mode == TM_MODE_ETL_WB || tx->mode == TM_MODE_ETL_WT;
+}
+
+uint64_t tm_load_u64(const volatile uint64_t *addr) {
+  tm_tx *tx = tm_self;
+  uintptr_t a = (uintptr_t)addr;
+  if (TM_LIKELY(tx && etl_mode(tx) && (a & 7) == 0)) return stm_load_word_fast(tx, a);
+  return load_slow(tx, a, 8);
+}
+
+uint8_t tm_load_u8(const volatile uint8_t *addr) {
+  return (uint8_t)load_slow(tm_self, (uintptr_t)addr, 1);
+}
+uint16_t tm_load_u16(const volatile uint16_t *addr) {
+  return (uint16_t)load_slow(tm_self, (uintptr_t)addr, 2);
+}
+uint32_t tm_load_u32(const volatile uint32_t *addr) {
+  return (uint32_t)load_slow(tm_self, (uintptr_t)addr, 4);
+}
+void *tm_load_ptr(void *const volatile *addr) {
+  return (void *)(uintptr_t)tm_load_u64((const volatile uint64_t *)(const volatile void *)addr);
+}
+float tm_load_float(const volatile float *addr) {
+  uint32_t bits = tm_load_u32((const volatile uint32_t *)(const volatile void *)addr);
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+double tm_load_double(const volatile double *addr) {
+  uint64_t bits = tm_load_u64((const volatile uint64_t *)(const volatile void *)addr);
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+void tm_store_u64(volatile uint64_t *addr, uint64_t value) {
+  tm_tx *tx = tm_self;
+  uintptr_t a = (uintptr_t)addr;
+  if (TM_LIKELY(tx && tx->mode != TM_MODE_NONE && tx->mode != TM_MODE_LOCK && (a & 7) == 0)) {
+    stm_store_word(tx, a, value, ~UINT64_C(0));
+    return;
+  }
+  store_slow(tx, a, 8, value);
+}
+void tm_store_u8(volatile uint8_t *addr, uint8_t value) {
+  store_slow(tm_self, (uintptr_t)addr, 1, value);
+}
+void tm_store_u16(volatile uint16_t *addr, uint16_t value) {
+  store_slow(tm_self, (uintptr_t)addr, 2, value);
+}
+void tm_store_u32(volatile uint32_t *addr, uint32_t value) {
+  store_slow(tm_self, (uintptr_t)addr, 4, value);
+}
+void tm_store_ptr(void *volatile *addr, void *value) {
+  tm_store_u64((volatile uint64_t *)(volatile void *)addr, (uint64_t)(uintptr_t)value);
+}
+void tm_store_float(volatile float *addr, float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  tm_store_u32((volatile uint32_t *)(volatile void *)addr, bits);
+}
+void tm_store_double(volatile double *addr, double value) {
+  uint64_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  tm_store_u64((volatile uint64_t *)(volatile void *)addr, bits);
+}

@@ -1,0 +1,250 @@
+/* Internal view of the transactional runtime: configuration, the thread descriptor, the
+ * ownership-record table (ORT) and the entry points the front-end (tm_runtime.c) calls in
+ * the backends (stm.c, tm_lock.c). See docs/stm.md for the algorithms.
+ *
+ * Glossary: a *word* is an aligned 8-byte unit (the STM's granule: sub-word accesses are
+ * merged into their word with a byte mask); a *stripe* is the 2^shift bytes that map to
+ * one *lock* (versioned lock = ownership record) of the ORT; a *level* is one nesting
+ * depth of the current transaction (1 = top level). */
+#ifndef TXALLOC_TM_INTERNAL_H
+#define TXALLOC_TM_INTERNAL_H
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txalloc/tm.h"
+
+#define TM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TM_CACHE_LINE 64
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the word-merging of sub-word accesses assumes a little-endian machine"
+#endif
+
+typedef enum { TM_BACKEND_STM, TM_BACKEND_LOCK } tm_backend_kind;
+typedef enum { TM_DESIGN_ETL_WB, TM_DESIGN_ETL_WT, TM_DESIGN_CTL_WB } tm_design;
+typedef enum { TM_HASH_SHIFT_MASK, TM_HASH_MIX } tm_hash_kind;
+typedef enum { TM_CM_SUICIDE, TM_CM_BACKOFF, TM_CM_WAIT, TM_CM_KILL } tm_cm_kind;
+typedef enum { TM_NESTING_CLOSED, TM_NESTING_FLAT } tm_nesting_kind;
+
+/* How the current attempt executes: selects the load/store/commit paths. */
+typedef enum {
+  TM_MODE_NONE = 0, /* not in a transaction */
+  TM_MODE_ETL_WB,
+  TM_MODE_ETL_WT,
+  TM_MODE_CTL_WB,
+  TM_MODE_IRREVOCABLE, /* stm backend, serial: in-place writes under locks, never aborts */
+  TM_MODE_LOCK,        /* lock backend: in-place writes under the global lock */
+} tm_mode;
+
+/* Conflict classification (false-conflict attribution). */
+typedef enum {
+  TM_CLASS_NONE = -1, /* not a conflict abort */
+  TM_CLASS_TRUE = 0,
+  TM_CLASS_FALSE = 1,
+  TM_CLASS_UNKNOWN = 2,
+} tm_conflict_class;
+
+/* ---- The ORT. Lock word layout (one uint64_t per lock):
+ *
+ *   unlocked:  | version (63 bits)                                      | 0 |
+ *   locked:    | address of the owner's newest write-set entry for it   | 1 |
+ *
+ * version: the commit timestamp (global clock value) of the last transaction that wrote
+ * a stripe mapped to this lock. Write-set entries are 64-byte aligned, so bit 0 of their
+ * address is free. The owner's entries for one lock form a chain (newest first) through
+ * tm_wentry.next; the chain's last entry (`acquired`) took the lock and keeps the
+ * unlocked word it replaced (`saved`, copied into every newer entry of the chain).
+ * Entries live in a per-descriptor region that never moves or goes away, so another
+ * thread may follow a lock word it read (to find the owner, or to classify a conflict)
+ * even if the owner has moved on; it re-checks the lock word afterwards. ---- */
+typedef struct tm_config {
+  tm_backend_kind backend;
+  tm_design design;
+  tm_hash_kind hash;
+  tm_cm_kind cm;
+  tm_nesting_kind nesting;
+  unsigned ort_log2, shift;
+  uint64_t ort_mask;
+  unsigned irrevocable_after;
+  unsigned wait_spins;
+  bool attribution;
+  uint64_t *ort;                 /* 2^ort_log2 lock words */
+  struct tm_ort_record *records; /* attribution: last-writer record per lock, or NULL */
+} tm_config;
+extern tm_config tm_cfg;
+
+/* The global version clock, alone on its cache line. */
+typedef struct {
+  _Alignas(TM_CACHE_LINE) uint64_t value;
+  char pad_[TM_CACHE_LINE - sizeof(uint64_t)];
+} tm_clock_line;
+extern tm_clock_line tm_clock;
+
+/* Irrevocability: the descriptor of the irrevocable transaction, or NULL. Writers check it
+ * (sequentially consistent) after holding all their locks and before taking a timestamp;
+ * the irrevocable transaction sets it (CAS) before its first access. */
+typedef struct {
+  _Alignas(TM_CACHE_LINE) struct tm_tx *owner;
+  char pad_[TM_CACHE_LINE - sizeof(void *)];
+} tm_irrevocable_line;
+extern tm_irrevocable_line tm_irrevocable;
+
+static inline uint64_t *tm_ort_lock(uintptr_t addr) {
+  uintptr_t i = addr >> tm_cfg.shift;
+  if (tm_cfg.hash == TM_HASH_MIX)
+    i = (uintptr_t)((i * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - tm_cfg.ort_log2));
+  else
+    i &= tm_cfg.ort_mask;
+  return &tm_cfg.ort[i];
+}
+static inline size_t tm_ort_index(const uint64_t *lock) { return (size_t)(lock - tm_cfg.ort); }
+
+/* ---- Read set and write set ---- */
+typedef struct tm_rentry {
+  uint64_t *lock;
+  uint64_t seen;  /* the (unlocked) lock word when the read happened */
+  uintptr_t addr; /* the word read (for conflict attribution) */
+} tm_rentry;
+
+/* One written word at one nesting level. Fields other threads read (addr, next, tx, saved)
+ * are written with relaxed atomic stores. */
+typedef struct tm_wentry {
+  _Alignas(TM_CACHE_LINE) uintptr_t addr; /* word address; lock mode: the byte address */
+  uint64_t value;         /* write-back: new bytes (under mask); write-through: the bytes before */
+  uint64_t mask;          /* bytes of the word this entry covers; lock mode: access size */
+  struct tm_wentry *next; /* older entry of the same lock (chain), or NULL */
+  struct tm_tx *tx;       /* owner */
+  uint64_t *lock;
+  uint64_t saved;    /* the unlocked lock word the chain's acquirer replaced */
+  uint32_t level;    /* nesting level that wrote it */
+  uint32_t acquired; /* 1: this entry acquired the lock (the tail of the chain) */
+} tm_wentry;
+
+/* Maximum entries per transaction (the write set is one reserved region that never moves). */
+#define TM_WSET_MAX ((size_t)1 << 20)
+
+/* ---- Nesting levels ---- */
+typedef struct tm_level {
+  sigjmp_buf jb;
+  size_t rset_mark, wset_mark; /* sizes of the sets when the level began */
+  unsigned retries;            /* aborts of this level since its block was entered */
+  unsigned conflict_retries;   /* consecutive conflict aborts (escalate to the parent) */
+  int flags;
+} tm_level;
+
+/* CTL write-set index: open addressing from word address to entry index. A slot is valid
+ * when its epoch equals the descriptor's (bumping the epoch empties the table). */
+typedef struct tm_wslot {
+  uintptr_t addr;
+  uint32_t index;
+  uint32_t epoch;
+} tm_wslot;
+
+enum { TM_STATUS_ACTIVE = 0, TM_STATUS_COMMITTING = 1, TM_STATUS_KILLED = 2 };
+
+typedef struct tm_tx {
+  /* ---- hot: the owner's fast path ---- */
+  tm_mode mode;
+  unsigned depth;  /* current nesting depth (0 = outside) */
+  unsigned wlevel; /* level stamped on new write entries (depth; 1 when flat) */
+  uint64_t end;    /* snapshot: valid for versions <= end (as a lock word: end << 1) */
+  tm_rentry *rset;
+  size_t rn, rcap;
+  tm_wentry *wset; /* reserved region of TM_WSET_MAX entries */
+  size_t wn;
+  uint64_t bloom; /* CTL: bit (addr >> 3) & 63 of each written word */
+  tm_wslot *wslots;
+  size_t wslot_mask;
+  uint32_t wepoch;
+  size_t ctl_locked; /* CTL commit: entries [0, ctl_locked) have been linked into locks */
+
+  tm_level **levels; /* levels[d] for d in [1, level_cap) */
+  unsigned level_cap;
+
+  unsigned top_retries;  /* aborts of the current top-level transaction so far */
+  bool want_irrevocable; /* next top-level attempt runs irrevocably */
+  bool irrevocable_stat; /* this attempt counts as irrevocable (lock backend) */
+  uint64_t rng;          /* backoff randomisation */
+
+  tm_stats stats; /* this thread's counters; others read them with relaxed loads */
+
+  /* ---- read/written by other threads ---- */
+  _Alignas(TM_CACHE_LINE) uint64_t status; /* TM_STATUS_* (cm=kill) */
+  uint64_t kill_class;                     /* classification the killer computed */
+  uint64_t prio;          /* start time of the first attempt (older wins under cm=kill) */
+  uint64_t attempt;       /* incremented at each top-level begin (attribution re-checks it) */
+  uint64_t gc_start;      /* clock at top-level begin, UINT64_MAX outside (safe reclamation) */
+  struct tm_tx *all_next; /* list of every descriptor ever made (never freed) */
+  struct tm_tx *free_next;
+  bool live;
+  unsigned id; /* creation order, from 1 */
+} tm_tx;
+
+extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
+
+/* ---- Front-end services (tm_runtime.c) ---- */
+void tm_runtime_init(void);
+tm_tx *tm_thread_setup(void);
+/* Abort because of a conflict or validation failure at level `level` (1 = top; closed
+ * nesting may escalate to a lower level), rolling back and jumping to its restart point. */
+_Noreturn void tm_abort_conflict(tm_tx *tx, unsigned level, tm_abort_cause cause,
+                                 tm_conflict_class cls);
+/* The innermost level a conflict aborts (closed nesting: the current depth). */
+unsigned tm_conflict_level(const tm_tx *tx);
+/* The level whose reads include read-set index `index`. */
+unsigned tm_level_of_read(const tm_tx *tx, size_t index);
+_Noreturn void tm_fatal(const char *what);
+void tm_pause_or_yield(unsigned i);
+
+/* ---- STM backend (stm.c) ---- */
+void stm_thread_init(tm_tx *tx);
+/* Top-level begin; `fresh`: first attempt (not a retry). */
+void stm_begin(tm_tx *tx, bool irrevocable, bool fresh);
+void stm_commit(tm_tx *tx);
+/* Undoes the effects of levels >= level (level 1: everything, releasing all locks). */
+void stm_rollback(tm_tx *tx, unsigned level);
+void stm_merge_child(tm_tx *tx, unsigned child); /* closed nesting: child's writes -> parent */
+uint64_t stm_load_word(tm_tx *tx, uintptr_t w);
+void stm_store_word(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask);
+bool stm_try_become_irrevocable(tm_tx *tx); /* in place, when nothing was accessed yet */
+void stm_irrevocable_acquire(tm_tx *tx);    /* waits until this thread holds the flag */
+void stm_irrevocable_release(tm_tx *tx);
+
+/* ---- Attribution (stm_attribution.c) ---- */
+typedef struct tm_ort_record {
+  _Alignas(TM_CACHE_LINE) uint64_t version; /* lock word after the commit; 0 while written */
+  uint64_t prev;                            /* lock word before it; bit 0: words overflowed */
+  uintptr_t words[6];                       /* word addresses written, 0-terminated */
+} tm_ort_record;
+void tm_attribution_init(void);
+/* A lock held by another transaction stopped us at word w (lock word l seen). */
+tm_conflict_class tm_classify_locked(const uint64_t *lock, uint64_t l, uintptr_t w);
+/* Read-set entry `index` failed validation. */
+tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index);
+/* Writer side: describe the words of `head`'s chain, commit `version` over `prev`. */
+void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev, uint64_t version);
+
+/* ---- Lock backend (tm_lock.c) ---- */
+void tm_lock_begin(tm_tx *tx);
+void tm_lock_commit(tm_tx *tx);
+void tm_lock_rollback(tm_tx *tx, unsigned level);
+uint64_t tm_lock_load(tm_tx *tx, uintptr_t addr, unsigned size);
+void tm_lock_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value);
+
+/* ---- Statistics (tm_stats.c) ---- */
+static inline void tm_stat_add(uint64_t *counter, uint64_t n) {
+  __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+void tm_stats_fold_thread(tm_tx *tx); /* thread exit: into the global total */
+void tm_stats_print_at_exit(void);
+
+/* ---- Safe reclamation (used by tm_alloc.c): memory unlinked by a transaction that
+ * committed when the clock read `tag` may be reused once tm_gc_safe_bound() >= tag. */
+uint64_t tm_gc_tag(void);
+uint64_t tm_gc_safe_bound(void);
+
+#endif

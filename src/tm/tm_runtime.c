@@ -1,0 +1,394 @@
+/* The TM front-end: run-time configuration, thread descriptors, atomic blocks (begin,
+ * commit, nesting, rollback and restart), irrevocability requests and the lifecycle
+ * callbacks. The backends (stm.c, tm_lock.c) provide the data paths.
+ *
+ * Nesting. Every level d of the current transaction has a tm_level: its restart point
+ * (the sigjmp_buf taken by TM_ATOMIC in the caller's frame), and the read/write-set sizes
+ * when it began. A child's commit keeps its entries (relabelled to the parent); a child's
+ * abort truncates the sets to its marks (releasing the locks it took) and jumps to its own
+ * restart point, so the parent's work survives (closed nesting). With nesting=flat, levels
+ * only count depth: everything belongs to level 1, and any abort restarts (or, tm_abort,
+ * cancels) the outermost block. A conflict aborts the innermost level; after three
+ * consecutive conflict aborts of one level the abort escalates to its parent (two children
+ * that each wait for a lock their parents hold would otherwise retry forever). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tm/tm_internal.h"
+#include "util/message.h"
+#include "util/options.h"
+
+tm_config tm_cfg;
+__thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
+
+static pthread_once_t runtime_once = PTHREAD_ONCE_INIT;
+static pthread_key_t thread_key;
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static tm_tx *all_txs;  /* every descriptor ever made (atomic head, append-only) */
+static tm_tx *free_txs; /* descriptors of exited threads, for reuse (under threads_lock) */
+static unsigned tx_count;
+
+#define TM_MAX_CALLBACKS 8
+#define TM_ESCALATE_AFTER 3
+#define TM_YIELD_AFTER 3
+static tm_callbacks callbacks[TM_MAX_CALLBACKS];
+static unsigned callback_count;
+static pthread_mutex_t callbacks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+_Noreturn void tm_fatal(const char *what) {
+  txalloc_message("tm: fatal: %s", what);
+  abort();
+}
+
+void tm_pause_or_yield(unsigned i) {
+  if ((i & 15) == 15) {
+    sched_yield();
+    return;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* ---- Configuration ---- */
+static void *map_zeroed(size_t bytes) {
+  void *p = calloc(1, bytes);
+  if (!p) tm_fatal("cannot allocate the ownership-record table");
+  return p;
+}
+
+static void thread_key_destructor(void *tx) {
+  (void)tx;
+  tm_thread_exit();
+}
+
+static void runtime_init_once(void) {
+  tm_cfg.backend = (tm_backend_kind)txalloc_opt(TXALLOC_OPT_TM);
+  tm_cfg.design = (tm_design)txalloc_opt(TXALLOC_OPT_DESIGN);
+  tm_cfg.hash = (tm_hash_kind)txalloc_opt(TXALLOC_OPT_HASH);
+  tm_cfg.cm = (tm_cm_kind)txalloc_opt(TXALLOC_OPT_CM);
+  tm_cfg.nesting = (tm_nesting_kind)txalloc_opt(TXALLOC_OPT_NESTING);
+  tm_cfg.ort_log2 = (unsigned)txalloc_opt(TXALLOC_OPT_ORT_LOG2);
+  tm_cfg.shift = (unsigned)txalloc_opt(TXALLOC_OPT_SHIFT);
+  tm_cfg.ort_mask = ((uint64_t)1 << tm_cfg.ort_log2) - 1;
+  tm_cfg.irrevocable_after = (unsigned)txalloc_opt(TXALLOC_OPT_IRREVOCABLE_AFTER);
+  tm_cfg.wait_spins = (unsigned)txalloc_opt(TXALLOC_OPT_WAIT_SPINS);
+  tm_cfg.attribution = txalloc_opt(TXALLOC_OPT_ATTRIBUTION) != 0;
+  if (tm_cfg.backend == TM_BACKEND_STM) {
+    tm_cfg.ort = map_zeroed(((size_t)1 << tm_cfg.ort_log2) * sizeof(uint64_t));
+    tm_attribution_init();
+  }
+  if (pthread_key_create(&thread_key, thread_key_destructor) != 0)
+    tm_fatal("pthread_key_create failed");
+  if (txalloc_opt(TXALLOC_OPT_STATS)) atexit(tm_stats_print_at_exit);
+  if (txalloc_opt(TXALLOC_OPT_VERBOSE))
+    txalloc_message("tm: backend %s, design %u, ort 2^%u, shift %u, cm %u, nesting %u",
+                    tm_cfg.backend == TM_BACKEND_STM ? "stm" : "lock", tm_cfg.design,
+                    tm_cfg.ort_log2, tm_cfg.shift, tm_cfg.cm, tm_cfg.nesting);
+}
+
+void tm_runtime_init(void) { pthread_once(&runtime_once, runtime_init_once); }
+
+/* ---- Threads ---- */
+static void levels_grow(tm_tx *tx) {
+  unsigned cap = tx->level_cap ? tx->level_cap * 2 : 8;
+  tm_level **levels = realloc(tx->levels, cap * sizeof *levels);
+  if (!levels) tm_fatal("out of memory for nesting levels");
+  for (unsigned i = tx->level_cap; i < cap; i++) {
+    levels[i] = calloc(1, sizeof(tm_level));
+    if (!levels[i]) tm_fatal("out of memory for nesting levels");
+  }
+  tx->levels = levels;
+  tx->level_cap = cap;
+}
+
+tm_tx *tm_thread_setup(void) {
+  tm_runtime_init();
+  pthread_mutex_lock(&threads_lock);
+  tm_tx *tx = free_txs;
+  if (tx) {
+    free_txs = tx->free_next;
+  } else {
+    tx = aligned_alloc(TM_CACHE_LINE,
+                       (sizeof *tx + TM_CACHE_LINE - 1) & ~(size_t)(TM_CACHE_LINE - 1));
+    if (!tx) tm_fatal("cannot allocate a transaction descriptor");
+    memset(tx, 0, sizeof *tx);
+    tx->id = ++tx_count;
+    stm_thread_init(tx);
+    levels_grow(tx);
+    tx->all_next = all_txs;
+    __atomic_store_n(&all_txs, tx, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
+  __atomic_store_n(&tx->live, true, __ATOMIC_RELAXED);
+  tx->rng = 0x9E3779B97F4A7C15ull * tx->id + (uint64_t)(uintptr_t)&tx;
+  pthread_mutex_unlock(&threads_lock);
+  tm_self = tx;
+  pthread_setspecific(thread_key, tx);
+  return tx;
+}
+
+void tm_thread_init(void) {
+  if (!tm_self) tm_thread_setup();
+}
+
+static void run_callbacks_thread_exit(void);
+
+void tm_thread_exit(void) {
+  tm_tx *tx = tm_self;
+  if (!tx) return;
+  if (tx->depth) tm_fatal("tm_thread_exit inside a transaction");
+  run_callbacks_thread_exit();
+  pthread_mutex_lock(&threads_lock);
+  tm_stats_fold_thread(tx);
+  __atomic_store_n(&tx->live, false, __ATOMIC_RELAXED);
+  __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
+  tx->free_next = free_txs;
+  free_txs = tx;
+  pthread_mutex_unlock(&threads_lock);
+  tm_self = NULL;
+  pthread_setspecific(thread_key, NULL);
+}
+
+/* Calls fn(tx, arg) for every descriptor ever made (live or parked). Lock-free. */
+static uint64_t min_gc_start(void) {
+  uint64_t bound = UINT64_MAX;
+  for (tm_tx *t = __atomic_load_n(&all_txs, __ATOMIC_ACQUIRE); t; t = t->all_next) {
+    uint64_t s = __atomic_load_n(&t->gc_start, __ATOMIC_ACQUIRE);
+    if (s < bound) bound = s;
+  }
+  return bound;
+}
+
+uint64_t tm_gc_tag(void) { return __atomic_load_n(&tm_clock.value, __ATOMIC_SEQ_CST); }
+uint64_t tm_gc_safe_bound(void) { return min_gc_start(); }
+
+/* For tm_stats.c: visits the live descriptors under threads_lock. */
+void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg);
+void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg) {
+  pthread_mutex_lock(&threads_lock);
+  for (tm_tx *t = all_txs; t; t = t->all_next)
+    if (__atomic_load_n(&t->live, __ATOMIC_RELAXED)) fn(t, arg);
+  pthread_mutex_unlock(&threads_lock);
+}
+void tm_threads_lock(bool lock);
+void tm_threads_lock(bool lock) {
+  if (lock)
+    pthread_mutex_lock(&threads_lock);
+  else
+    pthread_mutex_unlock(&threads_lock);
+}
+
+/* ---- Callbacks ---- */
+int tm_register_callbacks(const tm_callbacks *cb) {
+  pthread_mutex_lock(&callbacks_lock);
+  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_RELAXED);
+  if (n == TM_MAX_CALLBACKS) {
+    pthread_mutex_unlock(&callbacks_lock);
+    return -1;
+  }
+  callbacks[n] = *cb;
+  __atomic_store_n(&callback_count, n + 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&callbacks_lock);
+  return 0;
+}
+
+static inline void run_callbacks_begin(unsigned depth) {
+  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (callbacks[i].on_begin) callbacks[i].on_begin(callbacks[i].ctx, depth);
+}
+static inline void run_callbacks_commit(unsigned depth) {
+  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (callbacks[i].on_commit) callbacks[i].on_commit(callbacks[i].ctx, depth);
+}
+static inline void run_callbacks_abort(unsigned depth) {
+  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (callbacks[i].on_abort) callbacks[i].on_abort(callbacks[i].ctx, depth);
+}
+static void run_callbacks_thread_exit(void) {
+  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (callbacks[i].on_thread_exit) callbacks[i].on_thread_exit(callbacks[i].ctx);
+}
+
+/* ---- Atomic blocks ---- */
+sigjmp_buf *tm_checkpoint_(int flags) {
+  (void)flags;
+  tm_tx *tx = tm_self;
+  if (TM_UNLIKELY(!tx)) tx = tm_thread_setup();
+  unsigned d = tx->depth + 1;
+  if (TM_UNLIKELY(d >= tx->level_cap)) levels_grow(tx);
+  tm_level *lv = tx->levels[d];
+  lv->retries = 0;
+  lv->conflict_retries = 0;
+  return &lv->jb;
+}
+
+void tm_begin_(int flags) {
+  tm_tx *tx = tm_self;
+  unsigned d = ++tx->depth;
+  tm_level *lv = tx->levels[d];
+  lv->flags = flags;
+  if (d == 1) {
+    bool fresh = lv->retries == 0;
+    if (fresh) {
+      tx->top_retries = 0;
+      tx->want_irrevocable = false;
+    }
+    bool irrevocable = (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable ||
+                       (tm_cfg.irrevocable_after && lv->retries >= tm_cfg.irrevocable_after);
+    tx->wlevel = 1;
+    lv->rset_mark = 0;
+    lv->wset_mark = 0;
+    if (tm_cfg.backend == TM_BACKEND_LOCK) {
+      tm_lock_begin(tx);
+      tx->irrevocable_stat = irrevocable;
+    } else {
+      stm_begin(tx, irrevocable, fresh);
+      tx->irrevocable_stat = false;
+    }
+  } else {
+    tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d : 1;
+    lv->rset_mark = tx->rn;
+    lv->wset_mark = tx->wn;
+  }
+  run_callbacks_begin(d);
+  if (d > 1 && (flags & TM_FLAG_IRREVOCABLE)) tm_become_irrevocable();
+}
+
+void tm_commit_(void) {
+  tm_tx *tx = tm_self;
+  unsigned d = tx->depth;
+  if (d > 1) {
+    if (tm_cfg.nesting == TM_NESTING_CLOSED && tx->mode != TM_MODE_LOCK) stm_merge_child(tx, d);
+    tx->depth = d - 1;
+    tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d - 1 : 1;
+    run_callbacks_commit(d);
+    return;
+  }
+  bool read_only = tx->wn == 0;
+  bool irrevocable = tx->mode == TM_MODE_IRREVOCABLE || tx->irrevocable_stat;
+  if (tx->mode == TM_MODE_LOCK)
+    tm_lock_commit(tx);
+  else
+    stm_commit(tx);
+  tx->depth = 0;
+  tx->mode = TM_MODE_NONE;
+  __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
+  tm_stats *s = &tx->stats;
+  tm_stat_add(&s->commits, 1);
+  if (read_only) tm_stat_add(&s->commits_read_only, 1);
+  if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
+  unsigned k = tx->top_retries;
+  tm_stat_add(
+      &s->retry_histogram[k < TM_RETRY_HISTOGRAM_BUCKETS ? k : TM_RETRY_HISTOGRAM_BUCKETS - 1], 1);
+  tx->top_retries = 0;
+  tx->want_irrevocable = false;
+  run_callbacks_commit(1);
+}
+
+static void backoff(tm_tx *tx, unsigned retries) {
+  unsigned shift = retries < 12 ? retries : 12;
+  tx->rng ^= tx->rng << 13;
+  tx->rng ^= tx->rng >> 7;
+  tx->rng ^= tx->rng << 17;
+  uint64_t spins = tx->rng % ((uint64_t)32 << shift);
+  for (uint64_t i = 0; i < spins; i++) tm_pause_or_yield((unsigned)i);
+}
+
+/* Rolls back levels >= level, then restarts (TM_JUMP_RETRY) or skips (TM_JUMP_CANCEL) the
+ * block of `level`. */
+static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
+                               tm_conflict_class cls, int jump) {
+  unsigned depth = tx->depth;
+  if (tx->mode == TM_MODE_LOCK)
+    tm_lock_rollback(tx, level);
+  else
+    stm_rollback(tx, level);
+  if (level == 1) {
+    tx->mode = TM_MODE_NONE;
+    __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
+  }
+  tx->depth = level - 1;
+  tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? (level > 1 ? level - 1 : 1) : 1;
+  for (unsigned d = depth; d >= level; d--) run_callbacks_abort(d);
+  tm_stats *s = &tx->stats;
+  tm_stat_add(&s->aborts, 1);
+  tm_stat_add(&s->aborts_by_cause[cause], 1);
+  if (cls == TM_CLASS_TRUE) tm_stat_add(&s->true_conflicts, 1);
+  if (cls == TM_CLASS_FALSE) tm_stat_add(&s->false_conflicts, 1);
+  if (cls == TM_CLASS_UNKNOWN) tm_stat_add(&s->unknown_conflicts, 1);
+  tx->top_retries++;
+  if (tx->top_retries > s->max_consecutive_aborts)
+    __atomic_store_n(&s->max_consecutive_aborts, tx->top_retries, __ATOMIC_RELAXED);
+  tm_level *lv = tx->levels[level];
+  lv->retries++;
+  if (level == 1 && jump == TM_JUMP_RETRY && cls != TM_CLASS_NONE && tm_cfg.cm == TM_CM_BACKOFF)
+    backoff(tx, lv->retries);
+  /* Repeated conflicts usually mean the other transaction is descheduled (more threads than
+   * cores): give it the processor instead of spinning through retries. */
+  if (cls != TM_CLASS_NONE && tx->top_retries >= TM_YIELD_AFTER) sched_yield();
+  siglongjmp(lv->jb, jump);
+}
+
+unsigned tm_conflict_level(const tm_tx *tx) {
+  return tm_cfg.nesting == TM_NESTING_CLOSED ? tx->depth : 1;
+}
+
+unsigned tm_level_of_read(const tm_tx *tx, size_t index) {
+  if (tm_cfg.nesting == TM_NESTING_FLAT) return 1;
+  for (unsigned d = tx->depth; d > 1; d--)
+    if (tx->levels[d]->rset_mark <= index) return d;
+  return 1;
+}
+
+void tm_abort_conflict(tm_tx *tx, unsigned level, tm_abort_cause cause, tm_conflict_class cls) {
+  while (level > 1 && tx->levels[level]->conflict_retries >= TM_ESCALATE_AFTER) level--;
+  tx->levels[level]->conflict_retries++;
+  abort_to(tx, level, cause, cls, TM_JUMP_RETRY);
+}
+
+static tm_tx *current_or_die(const char *what) {
+  tm_tx *tx = tm_self;
+  if (!tx || tx->depth == 0) tm_fatal(what);
+  return tx;
+}
+
+void tm_restart(void) {
+  tm_tx *tx = current_or_die("tm_restart outside a transaction");
+  abort_to(tx, tm_conflict_level(tx), TM_ABORT_EXPLICIT, TM_CLASS_NONE, TM_JUMP_RETRY);
+}
+
+void tm_abort(void) {
+  tm_tx *tx = current_or_die("tm_abort outside a transaction");
+  abort_to(tx, tm_conflict_level(tx), TM_ABORT_EXPLICIT, TM_CLASS_NONE, TM_JUMP_CANCEL);
+}
+
+void tm_become_irrevocable(void) {
+  tm_tx *tx = tm_self;
+  if (!tx || tx->depth == 0) return;
+  if (tx->mode == TM_MODE_LOCK) {
+    tx->irrevocable_stat = true;
+    return;
+  }
+  if (tx->mode == TM_MODE_IRREVOCABLE) return;
+  if (stm_try_become_irrevocable(tx)) return;
+  tx->want_irrevocable = true;
+  abort_to(tx, 1, TM_ABORT_IRREVOCABLE, TM_CLASS_NONE, TM_JUMP_RETRY);
+}
+
+bool tm_in_transaction(void) {
+  tm_tx *tx = tm_self;
+  return tx && tx->depth > 0;
+}
+
+unsigned tm_depth(void) {
+  tm_tx *tx = tm_self;
+  return tx ? tx->depth : 0;
+}

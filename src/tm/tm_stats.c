@@ -1,0 +1,130 @@
+/* TM statistics: per-thread counters (owned by their thread, read by others with relaxed
+ * loads), folded into a global total when a thread exits; readable as a struct
+ * (tm_stats_get) or JSON (tm_stats_print_json); printed at exit with TXALLOC_STATS=1. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tm/tm_internal.h"
+#include "util/options.h"
+
+void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg);
+void tm_threads_lock(bool lock);
+
+static tm_stats exited; /* threads that exited (under the threads lock) */
+
+static const char *const cause_names[TM_ABORT_CAUSE_COUNT] = {
+    [TM_ABORT_READ_LOCKED] = "read_locked",
+    [TM_ABORT_WRITE_LOCKED] = "write_locked",
+    [TM_ABORT_VALIDATE_READ] = "validate_read",
+    [TM_ABORT_VALIDATE_EXTEND] = "validate_extend",
+    [TM_ABORT_VALIDATE_COMMIT] = "validate_commit",
+    [TM_ABORT_KILLED] = "killed",
+    [TM_ABORT_EXPLICIT] = "explicit",
+    [TM_ABORT_IRREVOCABLE] = "irrevocable",
+};
+
+const char *tm_abort_cause_name(tm_abort_cause cause) {
+  return (unsigned)cause < TM_ABORT_CAUSE_COUNT ? cause_names[cause] : "unknown";
+}
+
+/* Applies fn to every counter pair (sums; max_consecutive_aborts takes the maximum). */
+static void merge(tm_stats *into, const tm_stats *from) {
+#define LD(f) __atomic_load_n(&from->f, __ATOMIC_RELAXED)
+  into->commits += LD(commits);
+  into->commits_read_only += LD(commits_read_only);
+  into->commits_irrevocable += LD(commits_irrevocable);
+  into->aborts += LD(aborts);
+  for (int c = 0; c < TM_ABORT_CAUSE_COUNT; c++) into->aborts_by_cause[c] += LD(aborts_by_cause[c]);
+  into->true_conflicts += LD(true_conflicts);
+  into->false_conflicts += LD(false_conflicts);
+  into->unknown_conflicts += LD(unknown_conflicts);
+  uint64_t m = LD(max_consecutive_aborts);
+  if (m > into->max_consecutive_aborts) into->max_consecutive_aborts = m;
+  for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++)
+    into->retry_histogram[k] += LD(retry_histogram[k]);
+#undef LD
+}
+
+static void zero(tm_stats *s) {
+  uint64_t *p = (uint64_t *)s;
+  for (size_t i = 0; i < sizeof *s / sizeof(uint64_t); i++)
+    __atomic_store_n(&p[i], 0, __ATOMIC_RELAXED);
+}
+
+void tm_stats_fold_thread(tm_tx *tx) {
+  merge(&exited, &tx->stats);
+  zero(&tx->stats);
+}
+
+static void add_live(tm_tx *tx, void *out) { merge(out, &tx->stats); }
+
+void tm_stats_get(tm_stats *out) {
+  memset(out, 0, sizeof *out);
+  tm_threads_lock(true);
+  merge(out, &exited);
+  tm_threads_lock(false);
+  tm_for_each_live(add_live, out);
+}
+
+static void zero_live(tm_tx *tx, void *arg) {
+  (void)arg;
+  zero(&tx->stats);
+}
+
+void tm_stats_reset(void) {
+  tm_threads_lock(true);
+  zero(&exited);
+  tm_threads_lock(false);
+  tm_for_each_live(zero_live, NULL);
+}
+
+void tm_stats_print_json(FILE *out, const tm_stats *s) {
+  fprintf(out,
+          "{\"commits\": %" PRIu64 ", \"commits_read_only\": %" PRIu64
+          ", \"commits_irrevocable\": %" PRIu64 ", \"aborts\": %" PRIu64 ", \"aborts_by_cause\": {",
+          s->commits, s->commits_read_only, s->commits_irrevocable, s->aborts);
+  for (int c = 0; c < TM_ABORT_CAUSE_COUNT; c++)
+    fprintf(out, "%s\"%s\": %" PRIu64, c ? ", " : "", tm_abort_cause_name((tm_abort_cause)c),
+            s->aborts_by_cause[c]);
+  uint64_t conflicts = s->true_conflicts + s->false_conflicts + s->unknown_conflicts;
+  fprintf(out,
+          "}, \"true_conflicts\": %" PRIu64 ", \"false_conflicts\": %" PRIu64
+          ", \"unknown_conflicts\": %" PRIu64 ", \"false_conflict_share\": %.6f"
+          ", \"abort_rate\": %.6f, \"max_consecutive_aborts\": %" PRIu64 ", \"retry_histogram\": [",
+          s->true_conflicts, s->false_conflicts, s->unknown_conflicts,
+          conflicts ? (double)s->false_conflicts / (double)conflicts : 0.0,
+          s->commits + s->aborts ? (double)s->aborts / (double)(s->commits + s->aborts) : 0.0,
+          s->max_consecutive_aborts);
+  for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++)
+    fprintf(out, "%s%" PRIu64, k ? ", " : "", s->retry_histogram[k]);
+  fprintf(out, "]}");
+}
+
+static const char *choice_name(txalloc_option_id id, char *buf, size_t len) {
+  txalloc_option_format((size_t)id, buf, len);
+  return buf;
+}
+
+void tm_config_print_json(FILE *out) {
+  char b[6][64];
+  fprintf(out,
+          "{\"backend\": \"%s\", \"design\": \"%s\", \"ort_log2\": %ld, \"shift\": %ld, "
+          "\"hash\": \"%s\", \"cm\": \"%s\", \"nesting\": \"%s\", \"irrevocable_after\": %ld, "
+          "\"attribution\": %s}",
+          choice_name(TXALLOC_OPT_TM, b[0], 64), choice_name(TXALLOC_OPT_DESIGN, b[1], 64),
+          txalloc_opt(TXALLOC_OPT_ORT_LOG2), txalloc_opt(TXALLOC_OPT_SHIFT),
+          choice_name(TXALLOC_OPT_HASH, b[2], 64), choice_name(TXALLOC_OPT_CM, b[3], 64),
+          choice_name(TXALLOC_OPT_NESTING, b[4], 64), txalloc_opt(TXALLOC_OPT_IRREVOCABLE_AFTER),
+          txalloc_opt(TXALLOC_OPT_ATTRIBUTION) ? "true" : "false");
+}
+
+void tm_stats_print_at_exit(void) {
+  tm_stats s;
+  tm_stats_get(&s);
+  fprintf(stderr, "txalloc: tm config ");
+  tm_config_print_json(stderr);
+  fprintf(stderr, "\ntxalloc: tm stats ");
+  tm_stats_print_json(stderr, &s);
+  fprintf(stderr, "\n");
+}
