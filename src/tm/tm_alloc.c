@@ -71,7 +71,7 @@ static size_t reclaim(limbo_entry *limbo, size_t n) {
 static void reclaim_orphans(void) {
   if (!__atomic_load_n(&orphans_n, __ATOMIC_RELAXED)) return;
   if (pthread_mutex_trylock(&orphans_lock) != 0) return;
-  orphans_n = reclaim(orphans, orphans_n);
+  __atomic_store_n(&orphans_n, reclaim(orphans, orphans_n), __ATOMIC_RELAXED);
   pthread_mutex_unlock(&orphans_lock);
 }
 
@@ -131,7 +131,8 @@ static void on_thread_exit(void *ctx) {
     pthread_mutex_lock(&orphans_lock);
     for (size_t i = 0; i < self.ln; i++) {
       if (orphans_n == orphans_cap) orphans = grow(orphans, &orphans_cap, sizeof *orphans);
-      orphans[orphans_n++] = self.limbo[i];
+      orphans[orphans_n] = self.limbo[i];
+      __atomic_store_n(&orphans_n, orphans_n + 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&orphans_lock);
   }
