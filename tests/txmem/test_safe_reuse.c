@@ -69,7 +69,8 @@ static void *writer(void *arg) {
 static void *reader(void *arg) {
   (void)arg;
   mtm_tx *tx = calloc(1, sizeof *tx);
-  for (long r = 0; r < reader_rounds; r++) {
+  /* A round counts once the reader got a validated pointer; writers may doom attempts. */
+  for (long r = 0, attempts = 0; r < reader_rounds && attempts < 100 * reader_rounds; attempts++) {
     mtm_begin_read(tx);
     node *p = mtm_read_ptr((void *_Atomic *)&head.next);
     if (!p || !mtm_valid(tx)) { /* never dereference an unvalidated pointer */
@@ -90,6 +91,7 @@ static void *reader(void *arg) {
     else
       mtm_abort(tx);
     atomic_fetch_add(&reads_done, 1);
+    r++;
   }
   free(tx);
   txmem_thread_exit();
@@ -121,6 +123,8 @@ int main(void) {
           h);
   if (safe) {
     CHECKF(h == 0, "%ld reads saw freed or reused memory under a running transaction", h);
+    CHECKF(atomic_load(&reads_done) == READERS * reader_rounds, "readers completed %ld rounds",
+           atomic_load(&reads_done));
     CHECKF(held >= READERS * reader_rounds / 4, "readers held freed nodes only %ld times", held);
   } else {
     CHECKF(h > 0, "the hazard was never seen: the detector does not work");

@@ -1,0 +1,192 @@
+/* txmem_overhead: what transaction-aware allocation costs a malloc/free pair.
+ *
+ * For the strategy chosen (--txmem, or TXALLOC_TXMEM), times per malloc/free pair of
+ * --size bytes, on one thread, each the median of --repeat runs of --pairs pairs:
+ *   plain_pair_ns     the strategy's allocator called directly (txalloc_malloc/free for
+ *                     txalloc, the process's malloc/free for wrap and wrap-cache)
+ *   outside_pair_ns   txmem_malloc/txmem_free outside any transaction (one thread-local test
+ *                     over the plain path)
+ *   empty_tx_ns       txmem_tx_begin(1) + txmem_tx_commit(1) with no allocation: the hooks'
+ *                     own cost per transaction (epoch announcement with safe_reuse=1)
+ *   tx_pair_ns_k      a pair inside committed top-level transactions holding k pairs each
+ *                     (k = 1 and 16), per pair, hooks included
+ *   tx_alloc_ns_k     the same minus the empty transaction's share (empty_tx_ns / k): the
+ *                     allocation path alone
+ * and the ratios to plain_pair_ns (McRT's target: ≤ 1.3 for the txalloc strategy).
+ * One JSON object on stdout (DESIGN.md shape); progress on stderr. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "txalloc/txalloc.h"
+#include "txalloc/txmem.h"
+
+static size_t size = 64;
+static long pairs = 2000000;
+static int repeat = 5;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: txmem_overhead [options]\n"
+          "Times a malloc/free pair inside committed transactions, outside them, and on the\n"
+          "allocator directly, for one txmem strategy; prints one JSON object.\n"
+          "  --txmem S        wrap | wrap-cache | txalloc (default: TXALLOC_TXMEM or txalloc)\n"
+          "  --safe-reuse B   0 | 1 (default: TXALLOC_SAFE_REUSE or 1)\n"
+          "  --size N         bytes per object (default 64)\n"
+          "  --pairs N        pairs per timed run (default 2000000)\n"
+          "  --repeat N       runs per figure; the median is reported (default 5)\n"
+          "  --help           this text\n");
+}
+
+typedef void (*run_fn)(long n);
+static volatile char sink;
+
+static void run_plain_txalloc(long n) {
+  for (long i = 0; i < n; i++) {
+    char *p = txalloc_malloc(size);
+    *(volatile char *)p = (char)i;
+    txalloc_free(p);
+  }
+}
+static void run_plain_malloc(long n) {
+  for (long i = 0; i < n; i++) {
+    char *p = malloc(size);
+    *(volatile char *)p = (char)i;
+    free(p);
+  }
+}
+static void run_outside(long n) {
+  for (long i = 0; i < n; i++) {
+    char *p = txmem_malloc(size);
+    *(volatile char *)p = (char)i;
+    txmem_free(p);
+  }
+}
+static void run_empty_tx(long n) {
+  for (long i = 0; i < n; i++) {
+    txmem_tx_begin(1);
+    txmem_tx_commit(1);
+  }
+}
+static long pairs_per_tx = 1;
+static void run_tx(long n) {
+  for (long i = 0; i < n; i += pairs_per_tx) {
+    txmem_tx_begin(1);
+    for (long k = 0; k < pairs_per_tx; k++) {
+      char *p = txmem_malloc(size);
+      *(volatile char *)p = (char)k;
+      txmem_free(p);
+    }
+    txmem_tx_commit(1);
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median over `repeat` runs of ns per iteration. */
+static double measure(run_fn fn, long n) {
+  double t[64];
+  fn(n / 10 + 1); /* warm-up */
+  for (int r = 0; r < repeat; r++) {
+    double t0 = bench_now();
+    fn(n);
+    t[r] = (bench_now() - t0) * 1e9 / (double)n;
+  }
+  qsort(t, (size_t)repeat, sizeof t[0], cmp_double);
+  return t[repeat / 2];
+}
+
+int main(int argc, char **argv) {
+  bench_set_program(argv[0]);
+  static const struct option longopts[] = {{"txmem", required_argument, 0, 't'},
+                                           {"safe-reuse", required_argument, 0, 's'},
+                                           {"size", required_argument, 0, 'z'},
+                                           {"pairs", required_argument, 0, 'p'},
+                                           {"repeat", required_argument, 0, 'r'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
+  char err[256];
+  int c;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (c) {
+    case 't':
+      if (txalloc_option_set("txmem", optarg, err, sizeof err) != 0) bench_usage_error("%s", err);
+      break;
+    case 's':
+      if (txalloc_option_set("safe_reuse", optarg, err, sizeof err) != 0)
+        bench_usage_error("%s", err);
+      break;
+    case 'z': size = (size_t)bench_parse_long("--size", optarg, 1, 1 << 20); break;
+    case 'p': pairs = bench_parse_long("--pairs", optarg, 1000, 1L << 40); break;
+    case 'r': repeat = (int)bench_parse_long("--repeat", optarg, 1, 63); break;
+    case 'h': usage(stdout); return 0;
+    default: bench_usage_error("unknown option");
+    }
+  }
+  if (optind < argc) bench_usage_error("unexpected argument '%s'", argv[optind]);
+
+  txmem_strategy strategy = txmem_get_strategy();
+  const char *name = txmem_strategy_name(strategy);
+  fprintf(stderr, "txmem_overhead: strategy %s, safe_reuse %d, size %zu, %ld pairs x %d\n", name,
+          txmem_safe_reuse(), size, pairs, repeat);
+  double plain = measure(strategy == TXMEM_TXALLOC ? run_plain_txalloc : run_plain_malloc, pairs);
+  double outside = measure(run_outside, pairs);
+  double empty = measure(run_empty_tx, pairs);
+  pairs_per_tx = 1;
+  double tx1 = measure(run_tx, pairs);
+  pairs_per_tx = 16;
+  double tx16 = measure(run_tx, pairs);
+  txmem_flush();
+  txmem_stats s;
+  txmem_stats_get(&s);
+  bool valid = s.limbo_objects == 0 && s.active_transactions == 0;
+  fprintf(
+      stderr,
+      "plain %.1f ns, outside %.1f ns, empty tx %.1f ns, tx pair %.1f ns (1/tx), %.1f ns (16/tx)\n",
+      plain, outside, empty, tx1, tx16);
+
+  bench_json j;
+  bench_json_begin(&j, stdout);
+  bench_json_str(&j, "workload", "txmem_overhead");
+  bench_json_object(&j, "params");
+  bench_json_uint(&j, "size", size);
+  bench_json_int(&j, "pairs", pairs);
+  bench_json_int(&j, "repeat", repeat);
+  bench_json_end(&j);
+  bench_json_int(&j, "threads", 1);
+  bench_json_allocator(&j);
+  bench_json_object(&j, "txmem");
+  bench_json_str(&j, "strategy", name);
+  bench_json_bool(&j, "safe_reuse", txmem_safe_reuse());
+  bench_json_end(&j);
+  bench_json_object(&j, "results");
+  bench_json_double(&j, "plain_pair_ns", plain);
+  bench_json_double(&j, "outside_pair_ns", outside);
+  bench_json_double(&j, "empty_tx_ns", empty);
+  bench_json_double(&j, "tx_pair_ns_1", tx1);
+  bench_json_double(&j, "tx_pair_ns_16", tx16);
+  bench_json_double(&j, "tx_alloc_ns_1", tx1 - empty);
+  bench_json_double(&j, "tx_alloc_ns_16", tx16 - empty / 16);
+  bench_json_double(&j, "ratio_outside", outside / plain);
+  bench_json_double(&j, "ratio_tx_1", tx1 / plain);
+  bench_json_double(&j, "ratio_tx_16", tx16 / plain);
+  bench_json_double(&j, "ratio_tx_alloc_1", (tx1 - empty) / plain);
+  bench_json_double(&j, "ratio_tx_alloc_16", (tx16 - empty / 16) / plain);
+  bench_json_end(&j);
+  bench_json_object(&j, "txmem_stats");
+#define TXMEM_BENCH_STAT_(field, doc) bench_json_uint(&j, #field, s.field);
+  TXMEM_STATS_COUNTERS(TXMEM_BENCH_STAT_)
+  TXMEM_STATS_GAUGES(TXMEM_BENCH_STAT_)
+#undef TXMEM_BENCH_STAT_
+  bench_json_end(&j);
+  bench_json_memory(&j);
+  bench_json_bool(&j, "valid", valid);
+  bench_json_finish(&j);
+  (void)sink;
+  return valid ? 0 : 1;
+}
