@@ -58,7 +58,12 @@ enum tm_flags {
  * rollback jumps back with TM_JUMP_RETRY (begin again) or TM_JUMP_CANCEL (tm_abort: skip
  * the block). The switch on sigsetjmp is one of the contexts where C allows setjmp. */
 enum { TM_JUMP_START = 0, TM_JUMP_RETRY = 1, TM_JUMP_CANCEL = 2 };
+/* Nested blocks declare the same names in nested scopes: -Wshadow is silenced for the
+ * block's header only (the pragmas end before the user's statement). */
+#define TM_SHADOW_OFF_ _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"")
+#define TM_SHADOW_ON_ _Pragma("GCC diagnostic pop")
 #define TM_ATOMIC_FLAGS(flags)                                                                     \
+  TM_SHADOW_OFF_                                                                                   \
   for (volatile int tm_run_ = ({                                                                   \
          volatile int tm_go_ = 1;                                                                  \
          switch (sigsetjmp(*tm_checkpoint_(flags), 0)) {                                           \
@@ -67,7 +72,8 @@ enum { TM_JUMP_START = 0, TM_JUMP_RETRY = 1, TM_JUMP_CANCEL = 2 };
          }                                                                                         \
          tm_go_;                                                                                   \
        });                                                                                         \
-       tm_run_; tm_run_ = 0, tm_commit_())
+       tm_run_; tm_run_ = 0, tm_commit_())                                                         \
+  TM_SHADOW_ON_
 
 TXALLOC_API sigjmp_buf *tm_checkpoint_(int flags);
 TXALLOC_API void tm_begin_(int flags);
