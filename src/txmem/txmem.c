@@ -116,7 +116,8 @@ unsigned txmem_depth(void) { return txmem_tls.depth; }
 
 /* ---- Allocation ---- */
 static void *tx_malloc(txmem_thread *t, size_t size) {
-  void *p = txmem_backend_malloc(t, size);
+  void *p =
+      txmem_cfg.strategy == TXMEM_TXALLOC ? txalloc_malloc(size) : txmem_backend_malloc(t, size);
   if (TXMEM_UNLIKELY(!p)) return NULL;
   txmem_undo_push(t, p, size, t->levels[t->depth].seq);
   txmem_count(t, TXMEM_C_tx_mallocs, 1);

@@ -19,7 +19,8 @@
  *   I2 an undo entry at index i >= levels[d].undo_start has seq >= levels[d].seq (it was
  *      allocated by level d or by a child that committed into it); one below has a smaller
  *      seq. So "balanced at level d" == "live undo entry with seq >= levels[d].seq".
- *   I3 every live undo entry is in the index exactly once, with its current position.
+ *   I3 every live undo entry below indexed_upto is in the index exactly once, with its
+ *      current position; none above it is.
  *   I4 an object is never in the undo log and the limbo at once, and is released exactly
  *      once: by an abort (undo), a balanced free, or the top-level commit (commit log). */
 #ifndef TXALLOC_TXMEM_INTERNAL_H
@@ -112,6 +113,10 @@ typedef struct txmem_thread {
 
   txmem_index_slot *index;
   size_t index_mask, index_count; /* capacity = mask + 1, 0 when not allocated */
+  /* Live undo entries below indexed_upto are in the index; the newest ones above it (at
+   * most TXMEM_INDEX_PENDING) are not yet: they are found by a short backward scan, so an
+   * object freed soon after its allocation (Figure 3) never touches the hash table. */
+  size_t indexed_upto;
 
   void **commit;
   size_t commit_len, commit_cap;
@@ -137,12 +142,40 @@ static inline void txmem_count(txmem_thread *t, int counter, uint64_t add) {
 }
 
 /* txmem_index.c: undo log and its index */
-void txmem_undo_push(txmem_thread *t, void *ptr, size_t size, uint64_t seq);
+#define TXMEM_INDEX_PENDING 8
+void txmem_undo_push_slow(txmem_thread *t, void *ptr, size_t size, uint64_t seq);
+size_t txmem_index_lookup(const txmem_thread *t, const void *ptr);
+void txmem_index_remove(txmem_thread *t, const void *key);
+
+static inline void txmem_undo_push(txmem_thread *t, void *ptr, size_t size, uint64_t seq) {
+  if (TXMEM_LIKELY(t->undo_len < t->undo_cap &&
+                   t->undo_len - t->indexed_upto < TXMEM_INDEX_PENDING)) {
+    t->undo[t->undo_len++] = (txmem_undo_entry){ptr, size, seq};
+    return;
+  }
+  txmem_undo_push_slow(t, ptr, size, seq);
+}
+
 /* Position of ptr's live undo entry, or SIZE_MAX. */
-size_t txmem_index_find(const txmem_thread *t, const void *ptr);
+static inline size_t txmem_index_find(const txmem_thread *t, const void *ptr) {
+  for (size_t i = t->undo_len; i > t->indexed_upto;) {
+    if (t->undo[--i].ptr == ptr) return i;
+  }
+  return t->index_count ? txmem_index_lookup(t, ptr) : SIZE_MAX;
+}
+
 /* Marks the live entry at pos dead and drops it from the index; trims dead entries at the
  * end of the log down to `floor` (the current level's undo_start). */
-void txmem_undo_kill(txmem_thread *t, size_t pos, size_t floor);
+static inline void txmem_undo_kill(txmem_thread *t, size_t pos, size_t floor) {
+  if (pos < t->indexed_upto) txmem_index_remove(t, t->undo[pos].ptr);
+  t->undo[pos].ptr = NULL;
+  t->undo_dead++;
+  while (t->undo_len > floor && !t->undo[t->undo_len - 1].ptr) {
+    t->undo_len--;
+    t->undo_dead--;
+  }
+  if (t->indexed_upto > t->undo_len) t->indexed_upto = t->undo_len;
+}
 /* Drops entries [from, undo_len) from the index and the log (abort). */
 void txmem_undo_truncate(txmem_thread *t, size_t from);
 /* Forgets the whole log (top-level commit or abort after the objects were handled). */

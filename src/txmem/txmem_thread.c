@@ -81,8 +81,8 @@ void txmem_thread_exit(void) {
   txmem_thread *t = &txmem_tls;
   if (!t->ready) return;
   if (t->depth > 0) txmem_tx_abort(1);
+  txmem_epoch_thread_exit(t); /* may release safe objects into the cache: flush after */
   txmem_cache_flush(t);
-  txmem_epoch_thread_exit(t);
   free(t->levels);
   free(t->undo);
   free(t->index);
