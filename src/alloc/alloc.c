@@ -34,7 +34,8 @@ static inline void *class_alloc(unsigned c, size_t zero_bytes) {
     zeroed = false;
   }
   txa_bump_counter(&h->cls[c].allocs, 1);
-  if (zero_bytes && !zeroed) memset(p, 0, zero_bytes);
+  /* calloc: the whole usable size reads as zero, not just the bytes asked for. */
+  if (zero_bytes && !zeroed) memset(p, 0, txa_classes[c].size);
   return p;
 }
 

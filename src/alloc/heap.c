@@ -43,8 +43,13 @@ static uint64_t mix64(uint64_t x) {
 
 void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   const txa_class_info *ci = &txa_classes[c];
-  uintptr_t key = mix64(txa_g.secret ^ (uintptr_t)b ^ mix64(++h->key_counter)) |
+  /* A fresh key for every block lifetime (process-wide counter), so that links left in a
+   * reused block's bump area by an earlier lifetime never decode as valid links. */
+  static _Atomic(uint64_t) key_counter;
+  uint64_t n = atomic_fetch_add_explicit(&key_counter, 1, memory_order_relaxed);
+  uintptr_t key = mix64(txa_g.secret ^ mix64((uintptr_t)b + n * UINT64_C(0x9e3779b97f4a7c15))) |
                   (UINT64_C(1) << 63); /* encoded NULL is never an address */
+  (void)h;
   b->span_kind = ci->span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
   b->key_shared = key;
   b->inverse = ci->inverse;

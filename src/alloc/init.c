@@ -2,6 +2,7 @@
  * thread, possibly from ld.so or another library's constructor before main. It never
  * allocates (no dlsym, no stdio buffers): options are read from environ by the options
  * table, the region map is one mmap, the secret comes from the auxiliary vector. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -56,6 +57,9 @@ void txa_init_slow(void) {
   if (pthread_key_create(&txa_g.tls_key, txa_heap_tls_destructor) != 0) {
     txalloc_message("cannot create a pthread key: thread heaps will not be handed back");
   }
+  /* Programs may close stderr before exit (coreutils' close_stdout does): keep a private
+   * duplicate for the statistics printed at exit. */
+  txa_g.stats_fd = txalloc_opt(TXALLOC_OPT_STATS) ? fcntl(2, F_DUPFD_CLOEXEC, 64) : -1;
   if (txalloc_opt(TXALLOC_OPT_VERBOSE))
     txalloc_message("initialised: %d size classes up to %zu bytes, region map at %p", TXA_CLASSES,
                     TXA_MEDIUM_MAX, map);

@@ -174,7 +174,6 @@ struct txa_heap {
    * x86-64), read by txalloc_stats_get. */
   txa_class_counters cls[TXA_CLASSES];
   uint64_t counters[TXA_COUNTERS];
-  uint64_t key_counter;
   txa_heap *all_next;  /* registry of every heap ever made (never unlinked) */
   txa_heap *pool_next; /* free heaps, ready for a new thread */
   bool in_use;
@@ -231,6 +230,7 @@ typedef struct txa_globals {
   uint32_t bin_search, bin_grow_percent;
   uint64_t decommit_delay_ms, decommit_threshold, large_cache_max;
   size_t region_size;
+  int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
 } txa_globals;
 extern txa_globals txa_g;
 extern int txa_init_state; /* 0 none, 1 running, 2 done */

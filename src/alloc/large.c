@@ -119,7 +119,7 @@ void *txa_large_alloc(size_t size, size_t align, bool zero) {
     errno = ENOMEM;
     return NULL;
   }
-  size_t need = round_granule(align + size);
+  size_t need = round_granule(align + (size ? size : 1));
   size_t map_align = align > TXA_GRANULE ? align : TXA_GRANULE;
   uintptr_t base;
   size_t map_size;
@@ -145,7 +145,7 @@ void *txa_large_alloc(size_t size, size_t align, bool zero) {
   h->map_size = map_size;
   h->size = size;
   atomic_store_explicit(&h->state, LARGE_LIVE, memory_order_relaxed);
-  if (zero && cached) memset(p, 0, size);
+  if (zero && cached) memset(p, 0, txa_large_usable(p));
   TXA_GCOUNT(large_mallocs, 1);
   TXA_GCOUNT(mallocs, 1);
   atomic_fetch_add_explicit(&txa_large_live, (int64_t)size, memory_order_relaxed);
@@ -184,7 +184,10 @@ void txa_large_free(void *p, const char *op) {
 size_t txa_large_usable(const void *p) {
   large_header *h = header_of(p);
   if (!h || atomic_load_explicit(&h->state, memory_order_relaxed) != LARGE_LIVE) return 0;
-  return h->base + h->map_size - (uintptr_t)p;
+  /* The size asked for rounded up to pages (the rest of the mapping is kept untouched). */
+  size_t offset = (uintptr_t)p - h->base;
+  size_t end = (offset + (h->size ? h->size : 1) + TXA_OS_PAGE - 1) & ~(TXA_OS_PAGE - 1);
+  return end - offset;
 }
 
 void *txa_large_realloc_in_place(void *p, size_t size) {
