@@ -77,11 +77,14 @@ static inline int test_check(const void *p, size_t n, uint64_t tag) {
   return 1;
 }
 
-/* Starts `n` threads running fn(&args[i * arg_size]) and joins them; exits the test
- * (status 2) if a thread cannot be created. */
+/* Starts `n` (<= 64) threads running fn(&args[i * arg_size]) and joins them; exits the
+ * test (status 2) if a thread cannot be created. */
 static inline void test_run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size) {
-  pthread_t *t = (pthread_t *)calloc((size_t)n, sizeof *t);
-  if (!t) abort();
+  pthread_t t[64];
+  if (n < 0 || n > 64) {
+    fprintf(stderr, "test_run_threads: %d threads, at most 64\n", n);
+    exit(2);
+  }
   for (int i = 0; i < n; i++) {
     if (pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * arg_size) != 0) {
       fprintf(stderr, "pthread_create failed\n");
@@ -89,7 +92,6 @@ static inline void test_run_threads(int n, void *(*fn)(void *), void *args, size
     }
   }
   for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
-  free(t);
 }
 
 #endif
