@@ -10,7 +10,8 @@ shape of DESIGN.md, "valid": true, and the options it was given echoed in the JS
     --help-test            check that PROGRAM --help prints a usage text and exits 0
     --bad "ARGS"           check that PROGRAM ARGS exits 2 with a message on stderr and
                            nothing on stdout (repeatable)
---duration values are multiplied by TXALLOC_TEST_SCALE (sanitizer builds run shorter)."""
+--duration and --ops values are multiplied by TXALLOC_TEST_SCALE (sanitizer builds run
+shorter)."""
 import itertools
 import json
 import os
@@ -33,6 +34,8 @@ def scaled(args):
     for i, a in enumerate(out[:-1]):
         if a == "--duration":
             out[i + 1] = "%g" % max(0.05, float(out[i + 1]) * scale)
+        elif a == "--ops":
+            out[i + 1] = "%d" % max(1000, int(int(out[i + 1]) * scale))
     return out
 
 
