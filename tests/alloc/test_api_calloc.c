@@ -3,9 +3,10 @@
  *
  * Workload: for sizes from 1 B to 8 MiB, allocate with malloc, dirty every byte (0xA5),
  * free, then calloc the same total as count x size (several factorizations) a few times,
- * so the allocator reuses the dirty memory; every requested byte must be zero. Then overflow: count
- * * size wrapping around SIZE_MAX returns NULL with errno ENOMEM for every pair tried (and never a
- * small object). calloc(0, n) and calloc(n, 0) return unique freeable pointers. */
+ * so the allocator reuses the dirty memory; every byte of the usable size must be zero.
+ * Then overflow: count * size wrapping around SIZE_MAX returns NULL with errno ENOMEM for
+ * every pair tried (and never a small object). calloc(0, n) and calloc(n, 0) return
+ * unique freeable pointers. */
 #include <errno.h>
 #include <stdint.h>
 
@@ -45,11 +46,10 @@ int main(void) {
         CHECK(test_is_aligned(dirty[i], 16));
         size_t u = txalloc_usable_size(dirty[i]);
         CHECK(u >= total);
-        /* The requested bytes must be zero (C11 7.22.3.2). The rest of the usable size
-         * need not be: txalloc clears only what was asked for (glibc clears its whole
-         * chunk); docs/allocator.md says so. */
-        CHECKF(all_zero(dirty[i], total), "calloc(%zu, %zu) = %p not zeroed", count, total / count,
-               dirty[i]);
+        /* Every usable byte reads zero, not only the requested ones: a caller may use
+         * malloc_usable_size bytes (glibc clears its whole chunk too). */
+        CHECKF(all_zero(dirty[i], u), "calloc(%zu, %zu) = %p not zeroed (usable %zu)", count,
+               total / count, dirty[i], u);
         memset(dirty[i], 0xA5, u); /* dirty again for the next round */
       }
       for (int i = 0; i < ndirty; i++) txalloc_free(dirty[i]);
