@@ -49,6 +49,7 @@ class RowResult:
     ratios: dict[str, float] = field(default_factory=dict)
     tm: dict[str, TmFigures] = field(default_factory=dict)
     peak_rss_kib: dict[str, float] = field(default_factory=dict)
+    throughput: dict[str, float] = field(default_factory=dict)  # median results.ops_per_s
     failures: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -148,6 +149,9 @@ def analyze(records: list[dict], workloads: dict[str, WorkloadDef], allocators: 
             ]
             if rss:
                 row.peak_rss_kib[a] = stats.median(rss)
+            rates = [metric_value(r, "ops_per_s") for r in results[ident][a]]
+            if rates and all(v is not None for v in rates):
+                row.throughput[a] = stats.median(rates)
         row.ratios = stats.slowdown_ratios({a: s.median for a, s in row.summaries.items()}, row.higher_is_better)
 
     known = list(allocators) + sorted({r["allocator"] for r in records} - set(allocators))
@@ -184,17 +188,22 @@ class BestWorst:
 def best_worst_table(rows: list[RowResult]) -> list[BestWorst]:
     """The paper's table (Baldassin et al. 2015, Tables 3 and 6): for each workload
     configuration, the thread count that gave the best performance, and at that thread
-    count the best and worst allocators and how much the worst is behind the best."""
+    count the best and worst allocators and how much the worst is behind the best.
+    The best thread count is the one with the highest throughput (ops_per_s) when the
+    rows report it: a time comparison across thread counts is unfair to workloads whose
+    work grows with the threads."""
     by_config: dict[tuple, list[RowResult]] = defaultdict(list)
     for r in rows:
         if len(r.ratios) >= 2:
             by_config[r.config_key].append(r)
     table = []
     for config, rs in by_config.items():
-        def best_value(r: RowResult) -> float:
-            return r.summaries[r.best].median
-
-        chosen = max(rs, key=best_value) if rs[0].higher_is_better else min(rs, key=best_value)
+        if all(r.best in r.throughput for r in rs):
+            chosen = max(rs, key=lambda r: r.throughput[r.best])
+        elif rs[0].higher_is_better:
+            chosen = max(rs, key=lambda r: r.summaries[r.best].median)
+        else:
+            chosen = min(rs, key=lambda r: r.summaries[r.best].median)
         label = chosen.label
         table.append(
             BestWorst(label, chosen.best, chosen.worst, (chosen.ratios[chosen.worst] - 1.0) * 100.0, chosen.threads)

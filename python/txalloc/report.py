@@ -251,7 +251,9 @@ def render(study_dir: Path) -> Path:
         out.append(f"\n## {title}: ratio to the best allocator\n\n" + ratio_table(an, rows, cols))
         out.append(f"\n### {title}: medians with mean ± 95 % confidence interval (Student t)\n\n"
                    + detail_table(rows, cols))
-        if group == "tm":
+        if group == "tm" and not any(r.tm for r in rows):
+            out.append("\nNo abort figures: these workloads reported no `tm_stats` (e.g. libitm counts nothing).\n")
+        elif group == "tm":
             out.append("\n### Aborted share of attempts / false share of conflicts\n\n" + tm_table(rows, cols))
             ct = cause_table(rows, cols)
             if ct:
