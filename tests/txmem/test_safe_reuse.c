@@ -100,7 +100,7 @@ static void *reader(void *arg) {
 
 int main(void) {
   bool safe = txmem_safe_reuse();
-  reader_rounds = check_scaled(500, 100);
+  reader_rounds = check_scaled(300, 60);
   fprintf(stderr, "strategy %s, safe_reuse %d, %ld rounds per reader\n",
           txmem_strategy_name(txmem_get_strategy()), safe, reader_rounds);
   long long l0 = txmem_test_live_bytes();
