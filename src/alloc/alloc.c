@@ -41,7 +41,11 @@ static inline void *class_alloc(unsigned c, size_t zero_bytes) {
 
 static inline void *alloc_size(size_t size, size_t zero_bytes) {
   if (TXA_LIKELY(size <= TXA_MEDIUM_MAX)) {
-    txa_init();
+    /* A thread with a heap implies an initialised allocator (class tables filled). */
+    if (TXA_UNLIKELY(!txa_tls_heap) && !txa_heap_get_slow()) {
+      errno = ENOMEM;
+      return NULL;
+    }
     return class_alloc(txa_size_class(size), zero_bytes);
   }
   txa_init();

@@ -157,6 +157,8 @@ void txa_store_purge(bool force) {
 }
 
 void txa_store_reclaim_abandoned(void) {
+  /* Under the purge lock, so that fork never finds blocks taken out of the stacks. */
+  txa_lock_acquire(&txa_purge_lock);
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
     txa_block *b = lifo_take_all(&abandoned[c]);
     while (b) {
@@ -172,4 +174,5 @@ void txa_store_reclaim_abandoned(void) {
       b = next;
     }
   }
+  txa_lock_release(&txa_purge_lock);
 }

@@ -1,7 +1,7 @@
 /* Process-wide initialisation, run by the first call into the allocator from whatever
  * thread, possibly from ld.so or another library's constructor before main. It never
  * allocates (no dlsym, no stdio buffers): options are read from environ by the options
- * table, the region map is one mmap, the secret comes from the auxiliary vector. */
+ * table, the secret comes from the auxiliary vector. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,13 +47,6 @@ void txa_init_slow(void) {
   read_options();
   txa_g.secret = random_secret();
   txa_classes_init();
-  void *map = txa_os_map(TXA_MAP_ENTRIES, TXA_OS_PAGE);
-  if (!map) {
-    txalloc_message("cannot map the region map (%zu MiB of address space); giving up",
-                    TXA_MAP_ENTRIES >> 20);
-    abort();
-  }
-  txa_region_map = (_Atomic(uint8_t) *)map;
   if (pthread_key_create(&txa_g.tls_key, txa_heap_tls_destructor) != 0) {
     txalloc_message("cannot create a pthread key: thread heaps will not be handed back");
   }
@@ -61,7 +54,6 @@ void txa_init_slow(void) {
    * duplicate for the statistics printed at exit. */
   txa_g.stats_fd = txalloc_opt(TXALLOC_OPT_STATS) ? fcntl(2, F_DUPFD_CLOEXEC, 64) : -1;
   if (txalloc_opt(TXALLOC_OPT_VERBOSE))
-    txalloc_message("initialised: %d size classes up to %zu bytes, region map at %p", TXA_CLASSES,
-                    TXA_MEDIUM_MAX, map);
+    txalloc_message("initialised: %d size classes up to %zu bytes", TXA_CLASSES, TXA_MEDIUM_MAX);
   __atomic_store_n(&txa_init_state, 2, __ATOMIC_RELEASE);
 }

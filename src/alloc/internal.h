@@ -40,8 +40,11 @@
 #define TXA_GRANULE_SHIFT 20 /* region map unit, chunk size, medium span size */
 #define TXA_GRANULE ((size_t)1 << TXA_GRANULE_SHIFT)
 #define TXA_MEDIUM_SPAN TXA_GRANULE
-#define TXA_ADDRESS_BITS 47 /* user address space of x86-64 4-level paging */
-#define TXA_MAP_ENTRIES ((size_t)1 << (TXA_ADDRESS_BITS - TXA_GRANULE_SHIFT))
+#define TXA_ADDRESS_BITS 47  /* user address space of x86-64 4-level paging */
+#define TXA_MAP_LEAF_BITS 14 /* a leaf of the region map covers 2^14 granules = 16 GiB */
+#define TXA_MAP_LEAF_ENTRIES ((size_t)1 << TXA_MAP_LEAF_BITS)
+#define TXA_MAP_ROOT_ENTRIES                                                                       \
+  ((size_t)1 << (TXA_ADDRESS_BITS - TXA_GRANULE_SHIFT - TXA_MAP_LEAF_BITS))
 #define TXA_BLOCK_HEADER 192 /* three cache lines, see txa_block */
 
 /* ---- Size classes (size_class.c) ---- */
@@ -79,13 +82,21 @@ enum txa_kind {
   TXA_KIND_LARGE,    /* large-object mapping (live or cached) */
   TXA_KIND_META,     /* allocator metadata (heaps) */
 };
-extern _Atomic(uint8_t) *txa_region_map; /* one entry per granule, NULL before init */
+/* Two levels: a static root of 8192 leaf pointers; a leaf (16 KiB, one byte per granule)
+ * is mapped when the first granule it covers becomes ours, and is never unmapped. */
+extern _Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
 
 static inline unsigned txa_kind_of(uintptr_t a) {
   if (TXA_UNLIKELY(a >> TXA_ADDRESS_BITS)) return TXA_KIND_NONE;
-  return atomic_load_explicit(&txa_region_map[a >> TXA_GRANULE_SHIFT], memory_order_relaxed);
+  uint8_t *leaf = atomic_load_explicit(
+      &txa_region_map[a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS)], memory_order_acquire);
+  if (TXA_UNLIKELY(!leaf)) return TXA_KIND_NONE;
+  return __atomic_load_n(&leaf[(a >> TXA_GRANULE_SHIFT) & (TXA_MAP_LEAF_ENTRIES - 1)],
+                         __ATOMIC_RELAXED);
 }
-void txa_map_set(uintptr_t start, size_t size, unsigned kind);
+/* Marks the granules of [start, start+size) as `kind`. False when a leaf could not be
+ * mapped (out of memory); marking as TXA_KIND_NONE never fails. */
+bool txa_map_set(uintptr_t start, size_t size, unsigned kind);
 
 /* Carves a fresh block of the given span kind (SMALL or MEDIUM); NULL when the OS refuses.
  * Fresh memory reads as zero. */

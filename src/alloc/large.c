@@ -134,9 +134,14 @@ void *txa_large_alloc(size_t size, size_t align, bool zero) {
     }
     base = (uintptr_t)m;
     map_size = need;
+    if (!txa_map_set(base, map_size, TXA_KIND_LARGE)) {
+      txa_map_set(base, map_size, TXA_KIND_NONE);
+      txa_os_unmap(m, map_size);
+      errno = ENOMEM;
+      return NULL;
+    }
     TXA_GCOUNT(os_maps, 1);
     txa_committed_add((int64_t)map_size);
-    txa_map_set(base, map_size, TXA_KIND_LARGE);
   }
   char *p = (char *)base + align;
   large_header *h = (large_header *)(p - TXA_LARGE_HEADER);
@@ -201,7 +206,11 @@ void *txa_large_realloc_in_place(void *p, size_t size) {
       h->map_size = need;
     }
   } else if (txa_os_grow_in_place((void *)h->base, h->map_size, need)) {
-    txa_map_set(h->base + h->map_size, need - h->map_size, TXA_KIND_LARGE);
+    if (!txa_map_set(h->base + h->map_size, need - h->map_size, TXA_KIND_LARGE)) {
+      txa_map_set(h->base + h->map_size, need - h->map_size, TXA_KIND_NONE);
+      txa_os_unmap((void *)(h->base + h->map_size), need - h->map_size);
+      return NULL;
+    }
     txa_committed_add((int64_t)(need - h->map_size));
     h->map_size = need;
   } else {

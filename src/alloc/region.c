@@ -1,17 +1,18 @@
 /* Regions: large reservations of address space, carved into 1 MiB granules on demand,
  * and the region map that classifies any address in O(1).
  *
- * The map has one byte per granule of the 47-bit user address space (128 MiB of
- * address space, mapped lazily: only the pages covering granules we own are ever
- * touched; reading an untouched page costs the shared zero page). A granule's entry is
- * written before any pointer into it is handed out and changes only when a large mapping
- * is released, so readers need no ordering beyond a relaxed load. */
+ * The map has one byte per granule of the 47-bit user address space, in two levels: a
+ * static root of 8192 pointers to 16 KiB leaves, each leaf covering 16 GiB and mapped
+ * when the first granule it covers becomes ours (so a process needs a handful). A
+ * granule's entry is written before any pointer into it is handed out and changes only
+ * when a large mapping is released, so readers need no ordering beyond a relaxed load
+ * (the leaf pointer itself is published with release/acquire). */
 #include <errno.h>
 
 #include "alloc/internal.h"
 #include "util/message.h"
 
-_Atomic(uint8_t) *txa_region_map;
+_Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
 txa_lock txa_region_lock;
 
 /* Guarded by txa_region_lock. */
@@ -19,9 +20,30 @@ static uintptr_t region_cursor, region_end; /* next uncarved granule of the curr
 static uintptr_t small_cursor, small_end;   /* next fresh block of the current small chunk */
 static uintptr_t meta_cursor, meta_end;     /* metadata bump area */
 
-void txa_map_set(uintptr_t start, size_t size, unsigned kind) {
-  for (uintptr_t g = start >> TXA_GRANULE_SHIFT; g < (start + size) >> TXA_GRANULE_SHIFT; g++)
-    atomic_store_explicit(&txa_region_map[g], (uint8_t)kind, memory_order_relaxed);
+/* The leaf covering granule number g, mapped on first use (the loser of a race unmaps). */
+static uint8_t *map_leaf(uintptr_t g, bool create) {
+  _Atomic(uint8_t *) *slot = &txa_region_map[g >> TXA_MAP_LEAF_BITS];
+  uint8_t *leaf = atomic_load_explicit(slot, memory_order_acquire);
+  if (leaf || !create) return leaf;
+  uint8_t *fresh = txa_os_map(TXA_MAP_LEAF_ENTRIES, TXA_OS_PAGE);
+  if (!fresh) return NULL;
+  if (atomic_compare_exchange_strong_explicit(slot, &leaf, fresh, memory_order_acq_rel,
+                                              memory_order_acquire))
+    return fresh;
+  txa_os_unmap(fresh, TXA_MAP_LEAF_ENTRIES);
+  return leaf;
+}
+
+bool txa_map_set(uintptr_t start, size_t size, unsigned kind) {
+  for (uintptr_t g = start >> TXA_GRANULE_SHIFT; g < (start + size) >> TXA_GRANULE_SHIFT; g++) {
+    uint8_t *leaf = map_leaf(g, kind != TXA_KIND_NONE);
+    if (!leaf) {
+      if (kind == TXA_KIND_NONE) continue;
+      return false;
+    }
+    __atomic_store_n(&leaf[g & (TXA_MAP_LEAF_ENTRIES - 1)], (uint8_t)kind, __ATOMIC_RELAXED);
+  }
+  return true;
 }
 
 /* pre: txa_region_lock held. Returns a committed granule of `kind`, or 0. */
@@ -32,9 +54,13 @@ static uintptr_t carve_granule(unsigned kind) {
     for (; size >= 4 * TXA_GRANULE; size /= 2)
       if ((r = txa_os_reserve(size, TXA_GRANULE)) != NULL) break;
     if (!r) return 0;
+    if (!txa_map_set((uintptr_t)r, size, TXA_KIND_RESERVED)) {
+      txa_map_set((uintptr_t)r, size, TXA_KIND_NONE);
+      txa_os_unmap(r, size);
+      return 0;
+    }
     TXA_GCOUNT(os_maps, 1);
     atomic_fetch_add_explicit(&txa_reserved, (int64_t)size, memory_order_relaxed);
-    txa_map_set((uintptr_t)r, size, TXA_KIND_RESERVED);
     region_cursor = (uintptr_t)r;
     region_end = region_cursor + size;
     if (txalloc_opt(TXALLOC_OPT_VERBOSE))
