@@ -39,7 +39,11 @@ static inline uint64_t clock_now(void) {
 /* ---- Set-up ---- */
 void stm_thread_init(tm_tx *tx) {
   tx->rcap = 1024;
-  tx->rset = malloc(tx->rcap * sizeof *tx->rset);
+  tx->rset = malloc((tx->rcap + 1) * sizeof *tx->rset);
+  if (tx->rset) {
+    tx->rset[0] = (tm_rentry){NULL, 0, 0};
+    tx->rset++;
+  }
   void *region = mmap(NULL, TM_WSET_MAX * sizeof(tm_wentry), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (!tx->rset || region == MAP_FAILED) tm_fatal("cannot allocate a transaction descriptor");
@@ -52,9 +56,9 @@ void stm_thread_init(tm_tx *tx) {
 
 void stm_rset_grow(tm_tx *tx) {
   size_t cap = tx->rcap * 2;
-  tm_rentry *r = realloc(tx->rset, cap * sizeof *r);
+  tm_rentry *r = realloc(tx->rset - 1, (cap + 1) * sizeof *r);
   if (!r) tm_fatal("out of memory growing a read set");
-  tx->rset = r;
+  tx->rset = r + 1;
   tx->rcap = cap;
 }
 
@@ -400,9 +404,14 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
     tx->mode = design_mode();
   }
   uint64_t now = clock_now();
-  /* Published before the first read (sequentially consistent): reclamation (tm_gc_*) must
-   * see that this transaction may hold references to memory unlinked after `now`. */
-  __atomic_exchange_n(&tx->gc_start, now, __ATOMIC_SEQ_CST);
+  /* Published before the first read: reclamation (tm_gc_*, tm_runtime.c) must see that
+   * this transaction may hold references to memory unlinked after `now`. */
+  if (tm_gc_membarrier) {
+    __atomic_store_n(&tx->gc_start, now, __ATOMIC_RELAXED);
+    __asm__ __volatile__("" ::: "memory"); /* the reclaimer's membarrier orders it */
+  } else {
+    __atomic_exchange_n(&tx->gc_start, now, __ATOMIC_SEQ_CST);
+  }
   tx->end = now << 1;
   tx->rn = 0;
   tx->wn = 0;
@@ -447,12 +456,11 @@ static void ctl_acquire(tm_tx *tx) {
  * commit for conflict attribution. */
 static void release_all(tm_tx *tx, size_t n, uint64_t version) {
   tm_wentry *ws = tx->wset;
-  if (tm_cfg.records) {
+  if (tm_cfg.attribution) {
     for (size_t i = 0; i < n; i++)
       if (ws[i].acquired) {
         uint64_t *lock = ws[i].lock;
-        tm_record_commit(lock, lock_head(__atomic_load_n(lock, __ATOMIC_RELAXED)), ws[i].saved,
-                         version);
+        tm_record_commit(lock, lock_head(__atomic_load_n(lock, __ATOMIC_RELAXED)), ws[i].saved);
       }
   }
   for (size_t i = 0; i < n; i++)
@@ -516,7 +524,7 @@ static void rollback_in_place(tm_tx *tx, size_t mark) {
     for (size_t r = 0; r < tx->rn; r++)
       if (tx->rset[r].lock == ws[i].lock && tx->rset[r].seen == ws[i].saved)
         tx->rset[r].seen = version;
-    if (tm_cfg.records) tm_record_commit(ws[i].lock, NULL, ws[i].saved, version);
+    if (tm_cfg.attribution) tm_record_commit(ws[i].lock, NULL, ws[i].saved);
     __atomic_store_n(ws[i].lock, version, __ATOMIC_RELEASE);
   }
   tx->wn = mark;

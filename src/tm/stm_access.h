@@ -55,25 +55,45 @@ static inline bool owned_by(const tm_tx *tx, uint64_t l) {
 static inline tm_wentry *lock_head(uint64_t l) { return (tm_wentry *)(uintptr_t)(l - 1); }
 
 void stm_rset_grow(tm_tx *tx);
+/* rset[-1] is a sentinel (lock NULL), so the previous entry can always be inspected. */
 static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t w) {
+  uint64_t info = tm_read_info(w);
+  tm_rentry *last = &tx->rset[tx->rn - 1];
+  if (last->lock == lock && last->seen == seen && ((last->info ^ info) >> 16) == 0) {
+    last->info |= info;
+    return;
+  }
   if (TM_UNLIKELY(tx->rn == tx->rcap)) stm_rset_grow(tx);
   tm_rentry *e = &tx->rset[tx->rn++];
   e->lock = lock;
   e->seen = seen;
-  e->addr = w;
+  e->info = info;
 }
 
 /* The common case of a load under encounter-time locking: the stripe is unlocked, its
- * version is inside the snapshot and stays the same around the read. Everything else goes
- * to stm_load_word. */
-static inline uint64_t stm_load_word_fast(tm_tx *tx, uintptr_t w) {
+ * version is inside the snapshot and stays the same around the read, and the read set has
+ * room. Everything else (including the read itself, again) goes to stm_load_word, called
+ * in tail position so the fast path needs no stack frame. */
+static inline __attribute__((always_inline)) uint64_t stm_load_word_fast(tm_tx *tx, uintptr_t w) {
   uint64_t *lock = tm_ort_lock(w);
   uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
   if (TM_LIKELY(l <= tx->end && !(l & 1))) {
     uint64_t v = word_read(w);
     if (TM_LIKELY(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l)) {
-      rset_push(tx, lock, l, w);
-      return v;
+      uint64_t info = tm_read_info(w);
+      tm_rentry *last = &tx->rset[tx->rn - 1];
+      if (last->lock == lock && last->seen == l && ((last->info ^ info) >> 16) == 0) {
+        last->info |= info;
+        return v;
+      }
+      if (TM_LIKELY(tx->rn < tx->rcap)) {
+        tm_rentry *e = last + 1;
+        e->lock = lock;
+        e->seen = l;
+        e->info = info;
+        tx->rn++;
+        return v;
+      }
     }
   }
   return stm_load_word(tx, w);

@@ -79,15 +79,16 @@ static void store_slow(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
 }
 
 static inline bool etl_mode(const tm_tx *tx) {
-  return tx->mode == TM_MODE_ETL_WB || tx->mode == TM_MODE_ETL_WT;
+  return (unsigned)tx->mode - TM_MODE_ETL_WB <= TM_MODE_ETL_WT - TM_MODE_ETL_WB;
 }
 
-uint64_t tm_load_u64(const volatile uint64_t *addr) {
+static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
   tm_tx *tx = tm_self;
-  uintptr_t a = (uintptr_t)addr;
   if (TM_LIKELY(tx && etl_mode(tx) && (a & 7) == 0)) return stm_load_word_fast(tx, a);
   return load_slow(tx, a, 8);
 }
+
+uint64_t tm_load_u64(const volatile uint64_t *addr) { return load_u64((uintptr_t)addr); }
 
 uint8_t tm_load_u8(const volatile uint8_t *addr) {
   return (uint8_t)load_slow(tm_self, (uintptr_t)addr, 1);
@@ -98,9 +99,7 @@ uint16_t tm_load_u16(const volatile uint16_t *addr) {
 uint32_t tm_load_u32(const volatile uint32_t *addr) {
   return (uint32_t)load_slow(tm_self, (uintptr_t)addr, 4);
 }
-void *tm_load_ptr(void *const volatile *addr) {
-  return (void *)(uintptr_t)tm_load_u64((const volatile uint64_t *)(const volatile void *)addr);
-}
+void *tm_load_ptr(void *const volatile *addr) { return (void *)load_u64((uintptr_t)addr); }
 float tm_load_float(const volatile float *addr) {
   uint32_t bits = tm_load_u32((const volatile uint32_t *)(const volatile void *)addr);
   float f;
@@ -108,7 +107,7 @@ float tm_load_float(const volatile float *addr) {
   return f;
 }
 double tm_load_double(const volatile double *addr) {
-  uint64_t bits = tm_load_u64((const volatile uint64_t *)(const volatile void *)addr);
+  uint64_t bits = load_u64((uintptr_t)addr);
   double d;
   memcpy(&d, &bits, sizeof d);
   return d;

@@ -40,7 +40,7 @@ static pthread_mutex_t orphans_lock = PTHREAD_MUTEX_INITIALIZER;
 static limbo_entry *orphans;
 static size_t orphans_n, orphans_cap;
 
-#define RECLAIM_BATCH 64
+#define RECLAIM_BATCH 256 /* committed frees per reclamation attempt (one membarrier) */
 
 static void *grow(void *array, size_t *cap, size_t elem) {
   size_t c = *cap ? *cap * 2 : 64;

@@ -72,8 +72,9 @@ typedef struct tm_config {
   unsigned irrevocable_after;
   unsigned wait_spins;
   bool attribution;
-  uint64_t *ort;                 /* 2^ort_log2 lock words */
-  struct tm_ort_record *records; /* attribution: last-writer record per lock, or NULL */
+  unsigned ort_stride;      /* log2 bytes per ORT entry: 3 (lock word), 4 (+ summary word) */
+  uint64_t word_index_mask; /* word index inside a stripe, for attribution bitmaps */
+  uint64_t *ort;            /* 2^ort_log2 entries */
 } tm_config;
 extern tm_config tm_cfg;
 
@@ -99,15 +100,15 @@ static inline uint64_t *tm_ort_lock(uintptr_t addr) {
     i = (uintptr_t)((i * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - tm_cfg.ort_log2));
   else
     i &= tm_cfg.ort_mask;
-  return &tm_cfg.ort[i];
+  return (uint64_t *)((char *)tm_cfg.ort + (i << tm_cfg.ort_stride));
 }
-static inline size_t tm_ort_index(const uint64_t *lock) { return (size_t)(lock - tm_cfg.ort); }
 
 /* ---- Read set and write set ---- */
+/* Consecutive reads of one stripe under one version share an entry. */
 typedef struct tm_rentry {
   uint64_t *lock;
-  uint64_t seen;  /* the (unlocked) lock word when the read happened */
-  uintptr_t addr; /* the word read (for conflict attribution) */
+  uint64_t seen; /* the (unlocked) lock word when the read happened */
+  uint64_t info; /* (stripe number << 16) | bitmap of the words read in it (attribution) */
 } tm_rentry;
 
 /* One written word at one nesting level. Fields other threads read (addr, next, tx, saved)
@@ -214,19 +215,30 @@ bool stm_try_become_irrevocable(tm_tx *tx); /* in place, when nothing was access
 void stm_irrevocable_acquire(tm_tx *tx);    /* waits until this thread holds the flag */
 void stm_irrevocable_release(tm_tx *tx);
 
-/* ---- Attribution (stm_attribution.c) ---- */
-typedef struct tm_ort_record {
-  _Alignas(TM_CACHE_LINE) uint64_t version; /* lock word after the commit; 0 while written */
-  uint64_t prev;                            /* lock word before it; bit 0: words overflowed */
-  uintptr_t words[6];                       /* word addresses written, 0-terminated */
-} tm_ort_record;
-void tm_attribution_init(void);
+/* ---- Attribution (stm_attribution.c) ----
+ * With attribution on, every ORT entry is two words: the lock word and a summary of the
+ * last commit (or write-through rollback) under it, written by the lock holder before the
+ * release:
+ *   | prev version, low 32 bits | stripe tag (16) | bitmap of words written (16) |
+ * tag TM_TAG_MIXED: the words were in several stripes, or a stripe has more than 16 words
+ * (shift > 7); bitmap 0: no word changed (a rollback). */
+#define TM_TAG_MIXED 0xffffu
+static inline uint64_t tm_stripe_tag(uint64_t stripe) {
+  return ((stripe * UINT64_C(0x9E3779B97F4A7C15)) >> 48) % TM_TAG_MIXED;
+}
+static inline uint64_t tm_word_bit(uintptr_t w) {
+  return UINT64_C(1) << ((w >> 3) & tm_cfg.word_index_mask);
+}
+static inline uint64_t tm_read_info(uintptr_t w) {
+  return ((uint64_t)(w >> tm_cfg.shift) << 16) | tm_word_bit(w);
+}
 /* A lock held by another transaction stopped us at word w (lock word l seen). */
 tm_conflict_class tm_classify_locked(const uint64_t *lock, uint64_t l, uintptr_t w);
 /* Read-set entry `index` failed validation. */
 tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index);
-/* Writer side: describe the words of `head`'s chain, commit `version` over `prev`. */
-void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev, uint64_t version);
+/* Writer side, holding `lock`: summarise the words of `head`'s chain (NULL: none) written
+ * over the unlocked word `prev`. */
+void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev);
 
 /* ---- Lock backend (tm_lock.c) ---- */
 void tm_lock_begin(tm_tx *tx);
@@ -244,6 +256,7 @@ void tm_stats_print_at_exit(void);
 
 /* ---- Safe reclamation (used by tm_alloc.c): memory unlinked by a transaction that
  * committed when the clock read `tag` may be reused once tm_gc_safe_bound() >= tag. */
+extern bool tm_gc_membarrier; /* reclaimers fence with membarrier(2) */
 uint64_t tm_gc_tag(void);
 uint64_t tm_gc_safe_bound(void);
 

@@ -11,11 +11,15 @@
  * cancels) the outermost block. A conflict aborts the innermost level; after three
  * consecutive conflict aborts of one level the abort escalates to its parent (two children
  * that each wait for a lock their parents hold would otherwise retry forever). */
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "tm/tm_internal.h"
 #include "util/message.h"
@@ -55,10 +59,12 @@ void tm_pause_or_yield(unsigned i) {
 
 /* ---- Configuration ---- */
 static void *map_zeroed(size_t bytes) {
-  void *p = calloc(1, bytes);
-  if (!p) tm_fatal("cannot allocate the ownership-record table");
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) tm_fatal("cannot allocate the ownership-record table");
   return p;
 }
+
+static void gc_init(void);
 
 static void thread_key_destructor(void *tx) {
   (void)tx;
@@ -77,10 +83,12 @@ static void runtime_init_once(void) {
   tm_cfg.irrevocable_after = (unsigned)txalloc_opt(TXALLOC_OPT_IRREVOCABLE_AFTER);
   tm_cfg.wait_spins = (unsigned)txalloc_opt(TXALLOC_OPT_WAIT_SPINS);
   tm_cfg.attribution = txalloc_opt(TXALLOC_OPT_ATTRIBUTION) != 0;
+  tm_cfg.ort_stride = tm_cfg.attribution ? 4 : 3;
+  tm_cfg.word_index_mask = tm_cfg.shift >= 7 ? 15 : ((uint64_t)1 << (tm_cfg.shift - 3)) - 1;
   if (tm_cfg.backend == TM_BACKEND_STM) {
-    tm_cfg.ort = map_zeroed(((size_t)1 << tm_cfg.ort_log2) * sizeof(uint64_t));
-    tm_attribution_init();
+    tm_cfg.ort = map_zeroed((size_t)1 << (tm_cfg.ort_log2 + tm_cfg.ort_stride));
   }
+  gc_init();
   if (pthread_key_create(&thread_key, thread_key_destructor) != 0)
     tm_fatal("pthread_key_create failed");
   if (txalloc_opt(TXALLOC_OPT_STATS)) atexit(tm_stats_print_at_exit);
@@ -163,8 +171,27 @@ static uint64_t min_gc_start(void) {
   return bound;
 }
 
+/* Safe reclamation. A transaction publishes gc_start (the clock at its begin) before its
+ * first read; the store must be visible to a reclaimer before any read that could give the
+ * transaction a pointer the reclaimer then frees. Either the begin uses a sequentially
+ * consistent exchange (a full fence, about 20 cycles per transaction), or, where the kernel
+ * offers it, the reclaimer issues membarrier(PRIVATE_EXPEDITED) before it reads the
+ * gc_start words: every thread of the process then has passed a full barrier, so every
+ * gc_start stored before the reclaimer's call is visible. Reclamation is batched, so the
+ * system call is rare and the transactions' begin is a plain store. */
+bool tm_gc_membarrier;
+
+static void gc_init(void) {
+  tm_gc_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
 uint64_t tm_gc_tag(void) { return __atomic_load_n(&tm_clock.value, __ATOMIC_SEQ_CST); }
-uint64_t tm_gc_safe_bound(void) { return min_gc_start(); }
+
+uint64_t tm_gc_safe_bound(void) {
+  if (tm_gc_membarrier && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+    tm_fatal("membarrier failed after it was registered");
+  return min_gc_start();
+}
 
 /* For tm_stats.c: visits the live descriptors under threads_lock. */
 void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg);
