@@ -110,3 +110,28 @@ def test_parse_spec_from_data():
     spec = parse_spec({"allocators": ["glibc"], "run": [{"workload": "threadtest"}]}, "inline")
     assert spec.allocators == ["glibc"]
     assert expand_rows(spec)[0].params_dict["rounds"] == 800
+
+
+def test_run_level_allocators(write_spec, study_env):
+    from txalloc import runner
+
+    spec = load_spec(str(write_spec("""
+allocators = ["fast", "slow"]
+threads = [1]
+repetitions = 1
+[[run]]
+workload = "fake"
+[[run]]
+workload = "faketm"
+allocators = ["slow", "liar"]
+""")))
+    plan = runner.make_plan(spec, "normal", study_env)
+    assert [a.name for a in plan.allocators] == ["fast", "slow", "liar"]
+    cells = [(c.row.workload, c.allocator.name) for c in runner.schedule(plan)]
+    assert sorted(cells) == [("fake", "fast"), ("fake", "slow"), ("faketm", "liar"), ("faketm", "slow")]
+    plan = runner.make_plan(spec, "normal", study_env, ["fast", "liar"])  # --allocators
+    cells = [(c.row.workload, c.allocator.name) for c in runner.schedule(plan)]
+    assert sorted(cells) == [("fake", "fast"), ("faketm", "liar")]
+    path = write_spec('[[run]]\nworkload = "fake"\nallocators = ["fast", "hoard"]\n', "bad.toml")
+    with pytest.raises(SpecError, match=r"run\[0\].allocators\[1\]: unknown allocator 'hoard'"):
+        load_spec(str(path))

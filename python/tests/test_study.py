@@ -313,7 +313,7 @@ def test_dry_run_peers_and_specs_commands(write_spec, study_env, tmp_path, capsy
     assert cli.main(["study", str(spec), "--dry-run", "--quick", "--build-dir", str(study_env),
                      "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
-    assert "mode quick: 4 rows x 2 allocators = 16 runs" in out
+    assert "mode quick: 4 rows, 2 allocators, 16 runs" in out
     assert "--value 0.75" in out and "--threads 2" in out
     assert not (tmp_path / "o").exists()  # nothing written
     assert cli.main(["peers", "--build-dir", str(study_env)]) == 0

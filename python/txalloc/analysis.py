@@ -20,6 +20,7 @@ class TmFigures:
     aborts: int
     true_conflicts: int | None
     false_conflicts: int | None
+    unknown_conflicts: int  # conflicts the runtime could not classify
     aborts_by_cause: dict[str, float]  # mean aborts per run, by cause
 
     @property
@@ -29,10 +30,10 @@ class TmFigures:
 
     @property
     def false_share(self) -> float | None:
-        """False conflicts among all detected conflicts (true + false)."""
+        """False conflicts among all conflicts (true + false + unclassified)."""
         if self.true_conflicts is None or self.false_conflicts is None:
             return None
-        total = self.true_conflicts + self.false_conflicts
+        total = self.true_conflicts + self.false_conflicts + self.unknown_conflicts
         return self.false_conflicts / total if total else None
 
 
@@ -99,6 +100,7 @@ def _tm_figures(results: list[dict]) -> TmFigures | None:
         aborts=aborts,
         true_conflicts=sum(int(t["true_conflicts"]) for t in tms) if has_conflicts else None,
         false_conflicts=sum(int(t["false_conflicts"]) for t in tms) if has_conflicts else None,
+        unknown_conflicts=sum(int(t.get("unknown_conflicts", 0) or 0) for t in tms),
         aborts_by_cause=dict(by_cause),
     )
 

@@ -64,23 +64,22 @@ def cmd_study(args: argparse.Namespace) -> int:
         if args.repetitions:
             spec = parse_spec(with_repetitions(spec.raw, args.repetitions), spec.source, spec.name)
         mode = "quick" if args.quick else "full" if args.full else "normal"
-        names = _parse_allocators(args.allocators, spec.allocator_defs) or spec.allocators
+        names = _parse_allocators(args.allocators, spec.allocator_defs)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         parent = Path(args.out).resolve() if args.out else repo / "results"
         study_dir = parent / f"{spec.name}-{stamp}"
         study = None
 
-    if args.install_peers:
-        found = alloc_mod.locate_all([spec.allocator_defs[n] for n in names], build_dir)
-        alloc_mod.install_missing(found)
-
     plan = runner.make_plan(spec, mode, build_dir, names)
+    if args.install_peers and plan.missing_allocators:
+        if not alloc_mod.install_missing(plan.missing_allocators):
+            plan = runner.make_plan(spec, mode, build_dir, names)
     cells = runner.schedule(plan)
     for note in plan.notes:
         print(f"txalloc: {note}", file=sys.stderr)
     if args.dry_run:
-        print(f"spec {spec.name} ({spec.source}), mode {mode}: {len(plan.rows)} rows x "
-              f"{len(plan.allocators)} allocators = {len(cells)} runs")
+        print(f"spec {spec.name} ({spec.source}), mode {mode}: {len(plan.rows)} rows, "
+              f"{len(plan.allocators)} allocators, {len(cells)} runs")
         for row in plan.rows:
             print(f"  {row.label} x{row.repetitions}: "
                   + " ".join(runner.command_line(spec.workloads[row.workload], plan.programs[row.workload],
@@ -90,7 +89,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     if study is None:
         study_dir.mkdir(parents=True, exist_ok=False)
         options = {
-            "spec": args.spec or "default", "mode": mode, "allocators": names, "out": str(study_dir),
+            "spec": args.spec or "default", "mode": mode, "allocators": names or "as in the spec", "out": str(study_dir),
             "build_dir": str(build_dir), "repetitions_override": args.repetitions,
         }
         study = {
@@ -113,7 +112,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         study["allocators_available"] = [a.name for a in plan.allocators]
         study["cells_planned"] = len(cells)
     (study_dir / runner.STUDY_FILE).write_text(json.dumps(study, indent=2, sort_keys=True))
-    print(f"txalloc: study {spec.name} ({mode}): {len(plan.rows)} rows x {len(plan.allocators)} allocators, "
+    print(f"txalloc: study {spec.name} ({mode}): {len(plan.rows)} rows, {len(plan.allocators)} allocators, "
           f"{len(cells)} runs, into {study_dir}", file=sys.stderr)
     if not cells:
         print("txalloc: nothing to run (no workload program built, or no allocator available)", file=sys.stderr)

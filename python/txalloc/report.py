@@ -103,7 +103,8 @@ def tm_table(rows: list[RowResult], allocs: list[str]) -> str:
 
 
 def cause_table(rows: list[RowResult], allocs: list[str]) -> str:
-    causes = sorted({c for r in rows for f in r.tm.values() for c in f.aborts_by_cause})
+    # causes that never occurred in these rows are left out
+    causes = sorted({c for r in rows for f in r.tm.values() for c, n in f.aborts_by_cause.items() if n})
     if not causes:
         return ""
     body = []

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -68,14 +68,17 @@ def make_plan(
     allocator_names: list[str] | None = None,
     check_help: bool = True,
 ) -> Plan:
+    """`allocator_names` (--allocators) restricts every row to those allocators."""
     bench_dir = build_dir / "bench"
-    names = allocator_names or spec.allocators
+    rows = expand_rows(spec, mode)
+    if allocator_names:
+        rows = [replace(r, allocators=tuple(a for a in r.allocators if a in allocator_names)) for r in rows]
+        rows = [r for r in rows if r.allocators]
+    names = list(dict.fromkeys(a for r in rows for a in r.allocators))
     found = alloc_mod.locate_all([spec.allocator_defs[n] for n in names], build_dir)
     available = [f for f in found if f.available]
     missing = [f for f in found if not f.available]
     notes = [f"allocator {f.name} skipped: {f.missing_reason}" for f in missing]
-
-    rows = expand_rows(spec, mode)
     # A run entry marked only_if_missing = W stands in for W when W's program is not built.
     rows = [r for r in rows if not (r.only_if_missing and find_program(spec.workloads[r.only_if_missing], bench_dir))]
     for stand_in, missing_one in dict.fromkeys((r.workload, r.only_if_missing) for r in rows if r.only_if_missing):
@@ -146,16 +149,14 @@ class Cell:
 
 def schedule(plan: Plan) -> list[Cell]:
     cells: list[Cell] = []
-    n = len(plan.allocators)
-    if n == 0:
-        return cells
     max_reps = max((r.repetitions for r in plan.rows), default=0)
     for rep in range(max_reps):
         for i, row in enumerate(plan.rows):
-            if rep >= row.repetitions:
+            allocs = [a for a in plan.allocators if a.name in row.allocators]
+            if rep >= row.repetitions or not allocs:
                 continue
-            shift = (rep + i) % n
-            for a in plan.allocators[shift:] + plan.allocators[:shift]:
+            shift = (rep + i) % len(allocs)
+            for a in allocs[shift:] + allocs[:shift]:
                 cells.append(Cell(row, a, rep))
     return cells
 

@@ -92,6 +92,7 @@ class RunEntry:
     repetitions: int | None  # None: the spec's
     timeout_s: float | None
     only_if_missing: str | None = None  # run only when this workload's program is not built
+    allocators: list[str] | None = None  # None: the spec's
 
 
 @dataclass
@@ -121,6 +122,7 @@ class Row:
     repetitions: int
     timeout_s: float
     only_if_missing: str | None = field(default=None, compare=False)
+    allocators: tuple[str, ...] = field(default=(), compare=False)  # the allocators it runs under
 
     @property
     def params_dict(self) -> dict[str, Any]:
@@ -364,7 +366,7 @@ _SPEC_KEYS = {
     "name", "description", "repetitions", "timeout_s", "allocators", "threads", "modes",
     "run", "workload", "allocator", "env",
 }
-_RUN_KEYS = {"workload", "params", "threads", "repetitions", "timeout_s", "only_if_missing"}
+_RUN_KEYS = {"workload", "params", "threads", "repetitions", "timeout_s", "only_if_missing", "allocators"}
 _MODE_KEYS = {"repetitions", "scale"}
 
 
@@ -441,7 +443,7 @@ def parse_spec(data: dict, origin: str, default_name: str = "study") -> Spec:
     _expect(runs_data, (list,), "a list of [[run]] tables", "run", origin)
     if not runs_data:
         raise SpecError(f"{origin}: the spec has no [[run]] entries: nothing to run")
-    runs = [parse_run(i, r, workloads, threads, origin) for i, r in enumerate(runs_data)]
+    runs = [parse_run(i, r, workloads, threads, origin, allocator_defs) for i, r in enumerate(runs_data)]
     return Spec(
         name=name,
         source=origin,
@@ -459,7 +461,9 @@ def parse_spec(data: dict, origin: str, default_name: str = "study") -> Spec:
     )
 
 
-def parse_run(i: int, r: Any, workloads: dict[str, WorkloadDef], threads: list[int], origin: str) -> RunEntry:
+def parse_run(
+    i: int, r: Any, workloads: dict[str, WorkloadDef], threads: list[int], origin: str, allocator_defs: dict
+) -> RunEntry:
     ctx = f"run[{i}]"
     _expect(r, (dict,), "a table", ctx, origin)
     _check_keys(r, _RUN_KEYS, ctx, origin)
@@ -499,7 +503,17 @@ def parse_run(i: int, r: Any, workloads: dict[str, WorkloadDef], threads: list[i
         repetitions=_positive_int(r["repetitions"], f"{ctx}.repetitions", origin) if "repetitions" in r else None,
         timeout_s=_positive_number(r["timeout_s"], f"{ctx}.timeout_s", origin) if "timeout_s" in r else None,
         only_if_missing=_known_workload(r.get("only_if_missing"), workloads, f"{ctx}.only_if_missing", origin),
+        allocators=_known_allocators(r["allocators"], allocator_defs, f"{ctx}.allocators", origin)
+        if "allocators" in r else None,
     )
+
+
+def _known_allocators(v: Any, defs: dict, ctx: str, origin: str) -> list[str]:
+    names = _str_list(v, ctx, origin)
+    for i, a in enumerate(names):
+        if a not in defs:
+            raise SpecError(f"{origin}: {ctx}[{i}]: unknown allocator '{a}' (known: {', '.join(sorted(defs))})")
+    return names
 
 
 def _known_workload(v: Any, workloads: dict, ctx: str, origin: str) -> str | None:
@@ -553,6 +567,7 @@ def expand_rows(spec: Spec, mode: str = "normal") -> list[Row]:
                     repetitions=reps,
                     timeout_s=run.timeout_s or spec.timeout_s,
                     only_if_missing=run.only_if_missing,
+                    allocators=tuple(run.allocators or spec.allocators),
                 )
                 ident = (row.workload, row.params, row.threads)
                 if ident not in seen:
