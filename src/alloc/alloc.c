@@ -137,17 +137,19 @@ static void report_double_free(const char *op, const void *p, const txa_block *b
 
 /* ---- free ---- */
 
-static void remote_free(txa_block *b, void *p, const char *op) {
+/* Returns false (after reporting) for a double free. */
+static bool remote_free(txa_block *b, void *p, const char *op) {
   uintptr_t key = b->key_shared;
   if (txa_g.free_check && TXA_UNLIKELY(looks_free(b, p, key))) {
     report_double_free(op, p, b);
-    return;
+    return false;
   }
   void *head = atomic_load_explicit(&b->public_free, memory_order_relaxed);
   do {
     *(uintptr_t *)p = txa_encode(head, key);
   } while (!atomic_compare_exchange_weak_explicit(&b->public_free, &head, p, memory_order_release,
                                                   memory_order_relaxed));
+  return true;
 }
 
 /* pre: kind is SMALL or MEDIUM. Returns false (after reporting) for a bad pointer. */
@@ -180,7 +182,7 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
     return true;
   }
   if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
-  remote_free(b, p, op);
+  if (!remote_free(b, p, op)) return false;
   if (h) {
     txa_bump_counter(&h->cls[c].frees, 1);
     txa_bump_counter(&h->cls[c].remote_frees, 1);
