@@ -5,10 +5,11 @@
  * slots (the object it displaces is checked and freed by its owner in a transaction) or,
  * with probability sharing%, passes it to a randomly chosen other thread: a transaction
  * pushes it on that thread's mailbox. Every 16 steps, and at the end until all threads
- * are done, a thread empties its mailbox in a transaction, checks each received object's
- * pattern and frees it in a transaction of its own: a remote free, speculative until the
- * commit. 0% sharing: all frees local; 100%: every object freed by another thread.
+ * are done, a thread empties its mailbox, one transaction per object, checks each received
+ * object's pattern and frees it in a transaction of its own: a remote free, speculative
+ * until the commit. 0% sharing: all frees local; 100%: every object freed by another thread.
  * Valid when every pattern was intact and every object sent was received and freed. */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,27 +136,29 @@ static void send(mailbox *box, object *o) {
   TX_END
 }
 
-/* Takes the whole chain of received objects. */
-static object *take_all(mailbox *box) {
-  object *TX_LOCAL chain = NULL;
+/* Takes one received object. Its link is read inside the transaction: the sender wrote it
+ * in the pushing transaction, and a word another transaction wrote may still be in that
+ * transaction's write-back after the head's stripe is released (no privatization safety is
+ * assumed of the TM). The pattern was written before the push, so plain reads of it after
+ * this commit are ordered. */
+static object *pop(mailbox *box) {
+  object *TX_LOCAL taken = NULL;
   TX_BEGIN object *head = TX_LOAD(&box->head);
-  if (head) TX_STORE(&box->head, (object *)NULL);
-  chain = head;
+  if (head) TX_STORE(&box->head, TX_LOAD(&head->next));
+  taken = head;
   TX_END
-  return chain;
+  return taken;
 }
 
 /* Checks and frees what the mailbox holds; returns the number of objects. */
 static long drain(run *r, int index) {
   worker *w = &r->workers[index];
   long n = 0;
-  for (object *o = take_all(&r->mailboxes[index]); o;) {
-    object *next = o->next;
+  for (object *o; (o = pop(&r->mailboxes[index]));) {
     if (!intact(o, r->p)) w->bad_patterns++;
     release(o);
     w->received++;
     n++;
-    o = next;
   }
   return n;
 }
@@ -211,7 +214,10 @@ static void worker_main(int index, void *arg) {
   atomic_fetch_add_explicit(&r->done, 1, memory_order_release);
   for (;;) {
     bool all_done = atomic_load_explicit(&r->done, memory_order_acquire) == p->threads;
-    if (drain(r, index) == 0 && all_done) break;
+    if (drain(r, index) == 0) {
+      if (all_done) break;
+      sched_yield(); /* let the threads still working run (more threads than cores) */
+    }
   }
   w->end = bench_now();
 }

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# compare_itm.sh: txalloc's TM against GCC's libitm on the same intset code (issue 3).
+#
+#   bench/tm/compare_itm.sh [--build DIR] [--runs N] [--duration S] [--mode table|shift]
+#                           [--raw FILE] [-- EXTRA_INTSET_FLAGS...]
+#
+# --mode table (default): build/bench/intset (txalloc, default options plus EXTRA flags)
+#   against build/bench/intset-itm with ITM_DEFAULT_METHOD=ml_wt and with libitm's
+#   default method, at 1 and 2 threads, for list/hash/rbtree x 0/20/60 % updates (paper
+#   sizes: 4096 keys of 8192). Each configuration runs N times (default 5), the three
+#   programs interleaved run by run so that load on the machine hits them alike; the table
+#   shows medians of ops/s, the ratio txalloc / libitm, txalloc's abort rate and
+#   false-conflict share, and the geometric mean of the ratios.
+# --mode shift: the linked list, 60 % updates, 2 threads, 16-byte nodes, stripe shift 4
+#   against 5 (Baldassin et al. Figure 6): medians of ops/s, abort rate, false-conflict
+#   share and the speed-up of shift 4.
+# Every run's JSON line is appended to --raw FILE when given. Progress goes to stderr, the
+# markdown table to stdout.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build="$here/../../build"
+runs=5
+duration=1
+mode=table
+raw=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --build) build=$2; shift 2 ;;
+  --runs) runs=$2; shift 2 ;;
+  --duration) duration=$2; shift 2 ;;
+  --mode) mode=$2; shift 2 ;;
+  --raw) raw=$2; shift 2 ;;
+  --help | -h) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --) shift; break ;;
+  *) echo "compare_itm.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$mode" in table | shift) ;; *) echo "compare_itm.sh: --mode table|shift" >&2; exit 2 ;; esac
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "compare_itm.sh: --runs must be a positive integer" >&2; exit 2; }
+for prog in intset intset-itm; do
+  [ -x "$build/bench/$prog" ] || { echo "compare_itm.sh: $build/bench/$prog not built" >&2; exit 2; }
+done
+
+exec python3 - "$build/bench" "$runs" "$duration" "$mode" "$raw" "$@" <<'PYTHON'
+import json, math, os, statistics, subprocess, sys
+
+bench, runs, duration, mode, raw = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+extra = sys.argv[6:]
+raw_file = open(raw, "a") if raw else None
+
+
+def run(program, args, env_extra):
+    env = dict(os.environ)
+    env.pop("ITM_DEFAULT_METHOD", None)
+    env.update(env_extra)
+    cmd = [os.path.join(bench, program)] + args + ["--duration", duration]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    if p.returncode != 0:
+        sys.exit("compare_itm.sh: %s failed (exit %d): %s" % (" ".join(cmd), p.returncode, p.stderr[-500:]))
+    d = json.loads(p.stdout)
+    if raw_file:
+        raw_file.write(p.stdout.strip() + "\n")
+    return d
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def pct(v):
+    return "n/a" if v is None else "%.1f %%" % (100 * v)
+
+
+def txalloc_counts(d):
+    stats = d.get("tm_stats", {})
+    return d["results"].get("abort_rate"), stats.get("false_conflict_share")
+
+
+def table():
+    variants = [("txalloc", "intset", extra, {}),
+                ("ml_wt", "intset-itm", [], {"ITM_DEFAULT_METHOD": "ml_wt"}),
+                ("default", "intset-itm", [], {})]
+    rows, ratios_ml, ratios_def = [], [], []
+    for structure in ("list", "hash", "rbtree"):
+        for update in (0, 20, 60):
+            for threads in (1, 2):
+                args = ["--structure", structure, "--update", str(update), "--threads", str(threads)]
+                got = {name: [] for name, _, _, _ in variants}
+                tm_desc = None
+                for r in range(runs):
+                    for name, program, flags, env in variants:
+                        d = run(program, args + ["--seed", str(r + 1)] + flags, env)
+                        got[name].append(d)
+                        if name == "txalloc":
+                            tm_desc = d["tm"]
+                ops = {n: median([d["results"]["ops_per_s"] for d in ds]) for n, ds in got.items()}
+                abort = median([txalloc_counts(d)[0] for d in got["txalloc"]])
+                false_share = median([txalloc_counts(d)[1] for d in got["txalloc"]])
+                r_ml, r_def = ops["txalloc"] / ops["ml_wt"], ops["txalloc"] / ops["default"]
+                ratios_ml.append(r_ml)
+                ratios_def.append(r_def)
+                rows.append((structure, update, threads, ops["txalloc"], ops["ml_wt"], ops["default"],
+                             r_ml, r_def, abort, false_share))
+                print("%-6s %3d%% %dt: txalloc %.0f  ml_wt %.0f  default %.0f  ratio %.2f"
+                      % (structure, update, threads, ops["txalloc"], ops["ml_wt"], ops["default"], r_ml),
+                      file=sys.stderr, flush=True)
+    geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
+    print("txalloc TM: %s; intset 4096 keys of 8192; median of %d runs of %s s each, interleaved."
+          % (json.dumps(tm_desc), runs, duration))
+    print()
+    print("| structure | update | threads | txalloc ops/s | libitm ml_wt ops/s | libitm default ops/s "
+          "| txalloc / ml_wt | txalloc / default | txalloc abort rate | false-conflict share |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s, u, t, a, m, dflt, rm, rd, ab, fs in rows:
+        print("| %s | %d %% | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %s | %s |"
+              % (s, u, t, a, m, dflt, rm, rd, pct(ab), pct(fs)))
+    print()
+    print("Geometric mean of txalloc / libitm ml_wt: %.2f (min %.2f); of txalloc / libitm default: %.2f"
+          % (geo(ratios_ml), min(ratios_ml), geo(ratios_def)))
+
+
+def shift():
+    base = ["--structure", "list", "--update", "60", "--threads", "2", "--node-size", "16"]
+    got = {4: [], 5: []}
+    for r in range(runs):
+        for s in (5, 4):
+            got[s].append(run("intset", base + ["--seed", str(r + 1), "--shift", str(s)] + extra, {}))
+    print("Linked list, 60 %% updates, 2 threads, 16-byte nodes; median of %d runs of %s s, interleaved."
+          % (runs, duration))
+    print()
+    print("| shift | ops/s | abort rate | false-conflict share | false conflicts | true conflicts | unknown |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    ops = {}
+    for s in (5, 4):
+        ds = got[s]
+        ops[s] = median([d["results"]["ops_per_s"] for d in ds])
+        st = [d.get("tm_stats", {}) for d in ds]
+        print("| %d | %.0f | %s | %s | %s | %s | %s |"
+              % (s, ops[s], pct(median([d["results"].get("abort_rate") for d in ds])),
+                 pct(median([x.get("false_conflict_share") for x in st])),
+                 median([x.get("false_conflicts") for x in st]),
+                 median([x.get("true_conflicts") for x in st]),
+                 median([x.get("unknown_conflicts") for x in st])))
+    print()
+    print("Speed-up of shift 4 over shift 5 (Figure 6 plots this minus 1): %.3f" % (ops[4] / ops[5]))
+
+
+table() if mode == "table" else shift()
+PYTHON
