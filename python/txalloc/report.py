@@ -63,13 +63,17 @@ def ratio_table(an: Analysis, rows: list[RowResult], allocs: list[str]) -> str:
         best = r.summaries[r.best].median if r.best else None
         body.append([r.label, str(r.threads), f"{_fmt(best)} {unit}" if best else "–"]
                     + [_ratio_cell(r, a) for a in allocs])
+    def gm_cells(subset: list[RowResult]) -> list[str]:
+        # an allocator with results in fewer rows than the others says over how many
+        gm = geometric_means(subset, allocs)
+        most = max((n for _, n in gm.values()), default=0)
+        return [(f"*{g:.2f}*" + (f" ({n} rows)" if n < most else "")) if n else "–" for g, n in gm.values()]
+
     for t in sorted({r.threads for r in rows}):
-        gm = geometric_means([r for r in rows if r.threads == t], allocs)
         body.append([f"*geometric mean, {t} thread{'s' if t > 1 else ''}*", str(t), ""]
-                    + [f"*{gm[a][0]:.2f}*" if gm[a][1] else "–" for a in allocs])
+                    + gm_cells([r for r in rows if r.threads == t]))
     if len({r.threads for r in rows}) > 1:
-        gm = geometric_means(rows, allocs)
-        body.append(["*geometric mean, all rows*", "", ""] + [f"*{gm[a][0]:.2f}*" if gm[a][1] else "–" for a in allocs])
+        body.append(["*geometric mean, all rows*", "", ""] + gm_cells(rows))
     return _table(["workload", "threads", "best median"] + allocs, body)
 
 
