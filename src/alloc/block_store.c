@@ -6,8 +6,9 @@
  * and A->next = B succeeds only if top is still (A, v); any pop or push in between changed
  * v, so the CAS fails instead of installing a stale B. Wrap-around needs 2^31 operations on
  * one stack while a thread sleeps between its load and its CAS. Block headers are never
- * unmapped (the header page survives decommit), so reading A->next of a block that was
- * popped meanwhile is harmless: the value is discarded when the CAS fails.
+ * unmapped and the links live in a side table (txa_block_link), so reading A's link after
+ * A was popped meanwhile is harmless: the value is discarded when the CAS fails. Because
+ * the links are outside the blocks, a decommitted block keeps no page at all.
  *
  * Stacks: empty blocks per span kind, "dirty" (memory still committed) and "clean"
  * (decommitted); abandoned part-used blocks per size class. */
@@ -32,7 +33,7 @@ static inline uint64_t version_after(uint64_t top) { return ((top >> PTR_BITS) +
 static void lifo_push(lifo *s, txa_block *b) {
   uint64_t old = atomic_load_explicit(&s->top, memory_order_relaxed), desired;
   do {
-    atomic_store_explicit(&b->store_next, old & PTR_MASK, memory_order_relaxed);
+    atomic_store_explicit(txa_block_link(b), old & PTR_MASK, memory_order_relaxed);
     desired = version_after(old) | ((uintptr_t)b >> TXA_BLOCK_SHIFT);
   } while (!atomic_compare_exchange_weak_explicit(&s->top, &old, desired, memory_order_release,
                                                   memory_order_relaxed));
@@ -44,14 +45,14 @@ static txa_block *lifo_pop(lifo *s) {
   do {
     b = ptr_of(old);
     if (!b) return NULL;
-    uint64_t next = atomic_load_explicit(&b->store_next, memory_order_relaxed);
+    uint64_t next = atomic_load_explicit(txa_block_link(b), memory_order_relaxed);
     desired = version_after(old) | (next & PTR_MASK);
   } while (!atomic_compare_exchange_weak_explicit(&s->top, &old, desired, memory_order_acquire,
                                                   memory_order_acquire));
   return b;
 }
 
-/* Takes the whole stack; returns its first block (chain through store_next). */
+/* Takes the whole stack; returns its first block (chained through the links). */
 static txa_block *lifo_take_all(lifo *s) {
   uint64_t old = atomic_load_explicit(&s->top, memory_order_acquire);
   while (ptr_of(old) &&
@@ -62,7 +63,7 @@ static txa_block *lifo_take_all(lifo *s) {
 }
 
 static txa_block *chain_next(txa_block *b) {
-  return ptr_of(atomic_load_explicit(&b->store_next, memory_order_relaxed));
+  return ptr_of(atomic_load_explicit(txa_block_link(b), memory_order_relaxed));
 }
 
 static inline unsigned kind_index(unsigned kind) { return kind == TXA_KIND_SMALL ? 0 : 1; }
@@ -82,19 +83,26 @@ void txa_store_push_empty(txa_block *b) {
     txa_store_purge(false);
 }
 
-txa_block *txa_store_pop_empty(unsigned kind) {
+txa_block *txa_store_pop_empty_zeroed(unsigned kind, bool *zero) {
   txa_block *b = lifo_pop(&dirty_empty[kind_index(kind)]);
   if (b) {
     atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)txa_span_size(kind), memory_order_relaxed);
+    *zero = false;
   } else {
     b = lifo_pop(&clean_empty[kind_index(kind)]);
     if (!b) return NULL;
-    txa_committed_add((int64_t)(txa_span_size(kind) - TXA_OS_PAGE));
-    b->decommitted = 0;
+    txa_committed_add((int64_t)txa_span_size(kind));
+    *zero = true; /* decommitted: the whole block, header included, reads as zero */
+    b->span_kind = (uint8_t)kind;
   }
   atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
   TXA_GCOUNT(blocks_from_store, 1);
   return b;
+}
+
+txa_block *txa_store_pop_empty(unsigned kind) {
+  bool zero;
+  return txa_store_pop_empty_zeroed(kind, &zero);
 }
 
 void txa_store_push_abandoned(txa_block *b) {
@@ -115,7 +123,7 @@ static void purge_kind(unsigned ki, bool force, uint64_t now) {
   txa_block *oldest = NULL;
   while (chain) {
     txa_block *next = chain_next(chain);
-    atomic_store_explicit(&chain->store_next, (uintptr_t)oldest >> TXA_BLOCK_SHIFT,
+    atomic_store_explicit(txa_block_link(chain), (uintptr_t)oldest >> TXA_BLOCK_SHIFT,
                           memory_order_relaxed);
     oldest = chain;
     chain = next;
@@ -126,9 +134,8 @@ static void purge_kind(unsigned ki, bool force, uint64_t now) {
     int64_t dirty = atomic_load_explicit(&dirty_bytes, memory_order_relaxed);
     if (force || (uint64_t)dirty > txa_g.decommit_threshold / 2 ||
         now - b->stored_ms >= txa_g.decommit_delay_ms) {
-      txa_os_decommit((char *)b + TXA_OS_PAGE, span - TXA_OS_PAGE);
-      b->decommitted = 1;
-      txa_committed_add(-(int64_t)(span - TXA_OS_PAGE));
+      txa_os_decommit(b, span);
+      txa_committed_add(-(int64_t)span);
       atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)span, memory_order_relaxed);
       TXA_GCOUNT(spans_decommitted, 1);
       lifo_push(&clean_empty[ki], b);

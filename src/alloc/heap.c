@@ -147,8 +147,8 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
     if (b->used < b->capacity) return b;
   }
   unsigned kind = txa_classes[c].span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
-  txa_block *b = txa_store_pop_empty(kind);
   bool zero = false;
+  txa_block *b = txa_store_pop_empty_zeroed(kind, &zero);
   if (!b) {
     b = txa_region_fresh_block(kind);
     if (!b) return NULL;

@@ -94,6 +94,17 @@ static inline unsigned txa_kind_of(uintptr_t a) {
   return __atomic_load_n(&leaf[(a >> TXA_GRANULE_SHIFT) & (TXA_MAP_LEAF_ENTRIES - 1)],
                          __ATOMIC_RELAXED);
 }
+/* Block-store links live outside the blocks (so that a decommitted block keeps no page):
+ * one 64-bit word per 16 KiB of address space, in 8 MiB leaves (lazily backed) created
+ * with the region-map leaf covering the same 16 GiB. */
+extern _Atomic(_Atomic(uint64_t) *) txa_link_map[TXA_MAP_ROOT_ENTRIES];
+static inline _Atomic(uint64_t) *txa_block_link(const void *b) {
+  uintptr_t a = (uintptr_t)b;
+  _Atomic(uint64_t) *leaf = atomic_load_explicit(
+      &txa_link_map[a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS)], memory_order_acquire);
+  return &leaf[(a >> TXA_BLOCK_SHIFT) &
+               (((uintptr_t)1 << (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS - TXA_BLOCK_SHIFT)) - 1)];
+}
 /* Marks the granules of [start, start+size) as `kind`. False when a leaf could not be
  * mapped (out of memory); marking as TXA_KIND_NONE never fails. */
 bool txa_map_set(uintptr_t start, size_t size, unsigned kind);
@@ -122,15 +133,13 @@ struct txa_block {
   uint8_t pad0[5];
   /* line 1: written when the block changes hands; read by every thread that frees */
   _Alignas(TXA_CACHE_LINE) _Atomic(txa_heap *) owner; /* NULL: in the store or abandoned */
-  _Atomic(uint64_t) store_next;                       /* link in a block-store LIFO */
   uintptr_t key_shared; /* link encoding key, random per block lifetime */
   uint64_t inverse;     /* see txa_class_info */
   uint32_t capacity;    /* objects in the block; 0 while the block is empty/in the store */
   uint32_t first_offset;
   uint32_t size; /* object size */
   uint16_t class_shared;
-  uint8_t span_kind; /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
-  uint8_t decommitted;
+  uint8_t span_kind;  /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
   uint64_t stored_ms; /* when it entered the dirty empty store */
   /* line 2: the public free list, target of remote frees' CAS */
   _Alignas(TXA_CACHE_LINE) _Atomic(void *) public_free;
@@ -148,7 +157,10 @@ static inline void *txa_decode(uintptr_t link, uintptr_t key) { return (void *)(
 
 /* ---- Block store (block_store.c) ---- */
 void txa_store_push_empty(txa_block *b);
+/* An empty block of span kind `kind` (NULL if none); with _zeroed, *zero tells whether
+ * all of it reads as zero (a decommitted block: only its span_kind is set). */
 txa_block *txa_store_pop_empty(unsigned kind);
+txa_block *txa_store_pop_empty_zeroed(unsigned kind, bool *zero);
 void txa_store_push_abandoned(txa_block *b);
 txa_block *txa_store_pop_abandoned(unsigned class_id);
 /* Decommits empty blocks that waited longer than the delay or exceed the threshold;

@@ -13,6 +13,9 @@
 #include "util/message.h"
 
 _Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
+_Atomic(_Atomic(uint64_t) *) txa_link_map[TXA_MAP_ROOT_ENTRIES];
+#define LINK_LEAF_BYTES                                                                            \
+  (sizeof(uint64_t) << (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS - TXA_BLOCK_SHIFT))
 txa_lock txa_region_lock;
 
 /* Guarded by txa_region_lock. */
@@ -20,11 +23,22 @@ static uintptr_t region_cursor, region_end; /* next uncarved granule of the curr
 static uintptr_t small_cursor, small_end;   /* next fresh block of the current small chunk */
 static uintptr_t meta_cursor, meta_end;     /* metadata bump area */
 
-/* The leaf covering granule number g, mapped on first use (the loser of a race unmaps). */
+/* The leaf covering granule number g, mapped on first use (the loser of a race unmaps).
+ * The block-link leaf of the same span is installed first, so a granule marked in the
+ * region map always has its links. */
 static uint8_t *map_leaf(uintptr_t g, bool create) {
   _Atomic(uint8_t *) *slot = &txa_region_map[g >> TXA_MAP_LEAF_BITS];
   uint8_t *leaf = atomic_load_explicit(slot, memory_order_acquire);
   if (leaf || !create) return leaf;
+  _Atomic(_Atomic(uint64_t) *) *link_slot = &txa_link_map[g >> TXA_MAP_LEAF_BITS];
+  if (!atomic_load_explicit(link_slot, memory_order_acquire)) {
+    _Atomic(uint64_t) *links = txa_os_map(LINK_LEAF_BYTES, TXA_OS_PAGE);
+    if (!links) return NULL;
+    _Atomic(uint64_t) *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(link_slot, &none, links, memory_order_acq_rel,
+                                                 memory_order_acquire))
+      txa_os_unmap(links, LINK_LEAF_BYTES);
+  }
   uint8_t *fresh = txa_os_map(TXA_MAP_LEAF_ENTRIES, TXA_OS_PAGE);
   if (!fresh) return NULL;
   if (atomic_compare_exchange_strong_explicit(slot, &leaf, fresh, memory_order_acq_rel,
