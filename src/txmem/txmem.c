@@ -32,12 +32,21 @@ void txmem_tx_begin(unsigned depth) {
     txmem_contract_error("begin: depth must be the open levels + 1", depth, t->depth);
   if (TXMEM_UNLIKELY(depth >= t->levels_cap))
     t->levels = txmem_meta_grow(t->levels, &t->levels_cap, sizeof *t->levels, depth + 1);
-  t->levels[depth] = (txmem_level){++t->ticket, t->undo_len, t->commit_len};
+  uint64_t seq = ++t->ticket;
+  t->levels[depth] = (txmem_level){seq, t->undo_len, t->commit_len};
+  t->cur_seq = seq;
+  t->cur_undo_start = t->undo_len;
   if (depth == 1) {
-    txmem_count(t, TXMEM_C_transactions, 1);
+    if (TXMEM_UNLIKELY((++t->hot[TXMEM_HOT_transactions] & 255) == 0)) txmem_hot_publish(t);
     if (txmem_cfg.safe_reuse) txmem_epoch_announce(t);
   }
   t->depth = depth;
+}
+
+/* Level `depth` is the innermost again: refresh the cached copies. */
+static inline void level_current(txmem_thread *t, unsigned depth) {
+  t->cur_seq = t->levels[depth].seq;
+  t->cur_undo_start = t->levels[depth].undo_start;
 }
 
 /* A child's commit turns its speculative frees of objects allocated by the parent (or by
@@ -53,8 +62,8 @@ static void merge_child_frees(txmem_thread *t, const txmem_level *child,
       size_t size = t->undo[pos].size;
       txmem_undo_kill(t, pos, parent->undo_start);
       txmem_backend_release(t, p);
-      txmem_count(t, TXMEM_C_balanced_recycles, 1);
-      txmem_count(t, TXMEM_C_balanced_bytes, size);
+      txmem_hot_count(t, TXMEM_HOT_balanced_recycles, 1);
+      txmem_hot_count(t, TXMEM_HOT_balanced_bytes, size);
     } else {
       t->commit[w++] = p;
     }
@@ -71,6 +80,7 @@ void txmem_tx_commit(unsigned depth) {
     if (t->commit_len > child->commit_start && txmem_cfg.strategy == TXMEM_TXALLOC)
       merge_child_frees(t, child, &t->levels[depth - 1]);
     t->depth = depth - 1;
+    level_current(t, depth - 1);
     return;
   }
   t->depth = 0;
@@ -108,7 +118,11 @@ void txmem_tx_abort(unsigned depth) {
     txmem_count(t, TXMEM_C_aborted_bytes, bytes);
   }
   t->depth = depth - 1;
-  if (depth == 1 && txmem_cfg.safe_reuse) txmem_epoch_retire_announcement(t);
+  if (depth > 1) {
+    level_current(t, depth - 1);
+  } else if (txmem_cfg.safe_reuse) {
+    txmem_epoch_retire_announcement(t);
+  }
 }
 
 bool txmem_in_tx(void) { return txmem_tls.depth != 0; }
@@ -119,23 +133,25 @@ static void *tx_malloc(txmem_thread *t, size_t size) {
   void *p =
       txmem_cfg.strategy == TXMEM_TXALLOC ? txalloc_malloc(size) : txmem_backend_malloc(t, size);
   if (TXMEM_UNLIKELY(!p)) return NULL;
-  txmem_undo_push(t, p, size, t->levels[t->depth].seq);
-  txmem_count(t, TXMEM_C_tx_mallocs, 1);
-  txmem_count(t, TXMEM_C_speculative_bytes, size);
+  txmem_undo_push(t, p, size, t->cur_seq);
+  t->hot[TXMEM_HOT_tx_mallocs]++;
+  t->hot[TXMEM_HOT_speculative_bytes] += size;
   return p;
 }
 
 static void tx_free(txmem_thread *t, void *ptr) {
-  txmem_count(t, TXMEM_C_tx_frees, 1);
+  t->hot[TXMEM_HOT_tx_frees]++;
   if (txmem_cfg.strategy == TXMEM_TXALLOC) {
-    size_t pos = txmem_index_find(t, ptr);
-    const txmem_level *level = &t->levels[t->depth];
-    if (pos != SIZE_MAX && t->undo[pos].seq >= level->seq) {
+    /* The common case first: the newest allocation, freed again (Figure 3). */
+    size_t n = t->undo_len;
+    size_t pos =
+        n > t->indexed_upto && t->undo[n - 1].ptr == ptr ? n - 1 : txmem_index_find(t, ptr);
+    if (pos != SIZE_MAX && t->undo[pos].seq >= t->cur_seq) {
       size_t size = t->undo[pos].size;
-      txmem_undo_kill(t, pos, level->undo_start);
+      txmem_undo_kill(t, pos, t->cur_undo_start);
       txalloc_free(ptr);
-      txmem_count(t, TXMEM_C_balanced_recycles, 1);
-      txmem_count(t, TXMEM_C_balanced_bytes, size);
+      t->hot[TXMEM_HOT_balanced_recycles]++;
+      t->hot[TXMEM_HOT_balanced_bytes] += size;
       return;
     }
   }
@@ -147,6 +163,18 @@ static void tx_free(txmem_thread *t, void *ptr) {
 void *txmem_malloc(size_t size) {
   txmem_thread *t = &txmem_tls;
   if (TXMEM_LIKELY(t->depth == 0)) return plain_malloc(size);
+  /* Fast path (txalloc, room in the log's unindexed tail): allocate and append. */
+  size_t n = t->undo_len;
+  if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC && n < t->undo_cap &&
+                   n - t->indexed_upto < TXMEM_INDEX_PENDING)) {
+    void *p = txalloc_malloc(size);
+    if (TXMEM_UNLIKELY(!p)) return NULL;
+    t->undo[n] = (txmem_undo_entry){p, size, t->cur_seq};
+    t->undo_len = n + 1;
+    t->hot[TXMEM_HOT_tx_mallocs]++;
+    t->hot[TXMEM_HOT_speculative_bytes] += size;
+    return p;
+  }
   return tx_malloc(t, size);
 }
 
@@ -171,6 +199,26 @@ void txmem_free(void *ptr) {
   txmem_thread *t = &txmem_tls;
   if (TXMEM_LIKELY(t->depth == 0)) {
     plain_free(ptr);
+    return;
+  }
+  /* Fast path (txalloc): the newest allocation, made by the current level (position >=
+   * cur_undo_start: balanced by I2) and not yet indexed, freed again (Figure 3). */
+  size_t n = t->undo_len;
+  if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC && n > t->indexed_upto &&
+                   n > t->cur_undo_start && t->undo[n - 1].ptr == ptr)) {
+    size_t size = t->undo[n - 1].size;
+    t->undo_len = --n;
+    if (TXMEM_UNLIKELY(n > t->cur_undo_start && !t->undo[n - 1].ptr)) {
+      while (t->undo_len > t->cur_undo_start && !t->undo[t->undo_len - 1].ptr) {
+        t->undo_len--;
+        t->undo_dead--;
+      }
+      if (t->indexed_upto > t->undo_len) t->indexed_upto = t->undo_len;
+    }
+    t->hot[TXMEM_HOT_tx_frees]++;
+    t->hot[TXMEM_HOT_balanced_recycles]++;
+    t->hot[TXMEM_HOT_balanced_bytes] += size;
+    txalloc_free(ptr);
     return;
   }
   tx_free(t, ptr);

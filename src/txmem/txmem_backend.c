@@ -51,7 +51,7 @@ void *txmem_backend_malloc(txmem_thread *t, size_t size) {
   case TXMEM_WRAP_CACHE: {
     int k = cache_class_for_request(size);
     if (k >= 0 && t->cache && t->cache_count[k]) {
-      txmem_count(t, TXMEM_C_cache_hits, 1);
+      txmem_hot_count(t, TXMEM_HOT_cache_hits, 1);
       return t->cache[k * TXMEM_CACHE_DEPTH + --t->cache_count[k]];
     }
     return malloc(size);

@@ -102,6 +102,7 @@ static void undo_compact(txmem_thread *t) {
     if (t->undo[r].ptr) t->undo[w++] = t->undo[r];
   }
   while (level <= t->depth) t->levels[level++].undo_start = w;
+  if (t->depth) t->cur_undo_start = t->levels[t->depth].undo_start;
   t->undo_len = w;
   t->undo_dead = 0;
   if (t->index)

@@ -59,6 +59,20 @@ enum {
       TXMEM_C_COUNT_
 };
 
+/* Counters of the hot paths live in the thread (plain increments) and are published into
+ * the record when a top-level transaction that allocated or freed ends, every 256
+ * transactions, and at thread exit. */
+#define TXMEM_HOT_COUNTERS(X)                                                                      \
+  X(transactions)                                                                                  \
+  X(tx_mallocs)                                                                                    \
+  X(tx_frees) X(speculative_bytes) X(balanced_recycles) X(balanced_bytes) X(cache_hits)
+enum {
+#define TXMEM_HOT_ID_(name) TXMEM_HOT_##name,
+  TXMEM_HOT_COUNTERS(TXMEM_HOT_ID_)
+#undef TXMEM_HOT_ID_
+      TXMEM_HOT_COUNT_
+};
+
 /* One per thread that ever used txmem; never freed, reused after the thread exits. Other
  * threads read active_epoch (epoch scans) and the statistics (txmem_stats_get). */
 typedef struct txmem_record {
@@ -104,6 +118,11 @@ typedef struct txmem_thread {
   bool ready;
   uint64_t ticket;
   txmem_record *rec;
+  /* The innermost open level's seq and undo_start (copies of levels[depth]). */
+  uint64_t cur_seq;
+  size_t cur_undo_start;
+  uint64_t hot[TXMEM_HOT_COUNT_];
+  uint64_t hot_published_ops; /* tx_mallocs + tx_frees at the last publication */
 
   txmem_level *levels; /* levels[1..depth] */
   size_t levels_cap;
@@ -135,6 +154,9 @@ extern __thread txmem_thread txmem_tls;
 txmem_thread *txmem_thread_setup(txmem_thread *t); /* registers the thread on first use */
 _Noreturn void txmem_contract_error(const char *what, unsigned depth, unsigned open);
 void *txmem_meta_grow(void *array, size_t *cap, size_t elem, size_t min_cap);
+
+void txmem_hot_publish(txmem_thread *t);
+static inline void txmem_hot_count(txmem_thread *t, int hot, uint64_t add) { t->hot[hot] += add; }
 
 static inline void txmem_count(txmem_thread *t, int counter, uint64_t add) {
   uint64_t *c = &t->rec->counters[counter];

@@ -11,6 +11,7 @@ uint64_t txmem_epoch_now(void);
 void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes);
 
 void txmem_stats_get(txmem_stats *out) {
+  if (txmem_tls.ready) txmem_hot_publish(&txmem_tls); /* the caller's own counters are exact */
   memset(out, 0, sizeof *out);
   uint64_t counters[TXMEM_C_COUNT_] = {0};
   uint64_t oldest = UINT64_MAX;

@@ -66,10 +66,25 @@ static txmem_record *record_acquire(void) {
   return r;
 }
 
+static const int hot_to_counter[TXMEM_HOT_COUNT_] = {
+#define TXMEM_HOT_MAP_(name) TXMEM_C_##name,
+    TXMEM_HOT_COUNTERS(TXMEM_HOT_MAP_)
+#undef TXMEM_HOT_MAP_
+};
+
+void txmem_hot_publish(txmem_thread *t) {
+  for (int i = 0; i < TXMEM_HOT_COUNT_; i++)
+    __atomic_store_n(&t->rec->counters[hot_to_counter[i]], t->hot[i], __ATOMIC_RELAXED);
+  t->hot_published_ops = t->hot[TXMEM_HOT_tx_mallocs] + t->hot[TXMEM_HOT_tx_frees];
+}
+
 txmem_thread *txmem_thread_setup(txmem_thread *t) {
   if (t->ready) return t;
   txmem_config_get();
   t->rec = record_acquire();
+  /* A reused record keeps its totals: continue counting from them. */
+  for (int i = 0; i < TXMEM_HOT_COUNT_; i++) t->hot[i] = t->rec->counters[hot_to_counter[i]];
+  t->hot_published_ops = t->hot[TXMEM_HOT_tx_mallocs] + t->hot[TXMEM_HOT_tx_frees];
   t->levels = txmem_meta_grow(NULL, &t->levels_cap, sizeof *t->levels, 8);
   pthread_once(&exit_key_once, exit_key_create);
   pthread_setspecific(exit_key, t);
@@ -81,6 +96,7 @@ void txmem_thread_exit(void) {
   txmem_thread *t = &txmem_tls;
   if (!t->ready) return;
   if (t->depth > 0) txmem_tx_abort(1);
+  txmem_hot_publish(t);
   txmem_epoch_thread_exit(t); /* may release safe objects into the cache: flush after */
   txmem_cache_flush(t);
   free(t->levels);
