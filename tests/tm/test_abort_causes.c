@@ -4,9 +4,10 @@
  *   read_locked       A stores x (ETL: locks its stripe) and stays open; B reads x.
  *   write_locked      A stores x and stays open; B stores x.
  *   validate_commit   B reads x and stores z; A commits x; B commits: its read set is stale.
- *   validate on read  B reads x; A commits x and y; B reads y, newer than B's snapshot: the
+ *   validate_read     B reads x; A commits x and y; B reads y, newer than B's snapshot: the
  *                     extension finds x changed.
- *   validate on write as above, but B's next access is a store to y.
+ *   validate_extend   as above, but B's next access is a store to y (ETL: the store sees
+ *                     the newer stripe; CTL: the commit fails validation instead).
  *   explicit          tm_restart / tm_abort.
  *   irrevocable       tm_become_irrevocable inside a transaction.
  * Lock conflicts can only be forced under encounter-time locking (etl-*): under ctl-wb a
@@ -64,10 +65,19 @@ static void a_store_x_and_hold(void) {
 }
 
 static volatile uint64_t b_seen;
+static _Alignas(256) uint64_t b_private;
+
+/* One commit of B's own word, after A began: B's next transaction starts at a later clock,
+ * so it is the younger one (cm=kill lets the older transaction kill the younger; with equal
+ * start times the thread ids would decide). */
+static TM_TEST_TX void b_advance_clock(void) {
+  TM_ATOMIC { tm_store(&b_private, tm_load(&b_private) + 1); }
+}
 
 /* B: its first attempt hits A's lock; later attempts wait for A's commit first. */
 static void b_read_x(void) {
   flag_wait_ge(&a_locked, 1);
+  b_advance_clock();
   volatile int attempt = 0;
   TM_ATOMIC {
     if (++attempt >= 2) {
@@ -81,6 +91,7 @@ static void b_read_x(void) {
 
 static void b_write_x(void) {
   flag_wait_ge(&a_locked, 1);
+  b_advance_clock();
   volatile int attempt = 0;
   TM_ATOMIC {
     if (++attempt >= 2) {
@@ -92,25 +103,48 @@ static void b_write_x(void) {
   }
 }
 
+/* Commit-time locking: A's store takes no lock before A commits, so B reads the old x and
+ * commits (read-only) while A is still open; nothing aborts. */
+static int b_done;
+static void a_store_x_until_b_done(void) {
+  TM_ATOMIC {
+    tm_store(&mem.x, (uint64_t)1);
+    flag_set(&a_locked, 1);
+    flag_wait_ge(&b_done, 1);
+  }
+}
+static void b_read_x_once(void) {
+  flag_wait_ge(&a_locked, 1);
+  TM_ATOMIC { b_seen = tm_load(&mem.x); }
+  flag_set(&b_done, 1);
+}
+
 static void test_lock_conflicts(void) {
-  if (!tm_test_is_etl()) return;
+  if (tm_test_is_lock()) return;
+  if (!tm_test_is_etl()) {
+    b_done = 0;
+    tm_stats s = run_pair("ctl_no_encounter_lock", a_store_x_until_b_done, b_read_x_once);
+    CHECK(b_seen == 0 && mem.x == 1);
+    CHECK(s.commits == 2 && s.aborts == 0);
+    return;
+  }
   tm_stats s = run_pair("read_locked", a_store_x_and_hold, b_read_x);
   CHECK(b_seen == 1);
   CHECK(mem.x == 1);
-  CHECK(s.commits == 2);
+  CHECK(s.commits == 3); /* A, B, and B's clock advance */
   if (!cm_waits()) {
     CHECK(s.aborts == 1);
     CHECK(tm_test_cause(&s, TM_ABORT_READ_LOCKED) == 1);
     CHECK(s.true_conflicts == 1 && s.false_conflicts == 0);
     CHECK(s.max_consecutive_aborts == 1);
-    CHECK(s.retry_histogram[0] == 1 && s.retry_histogram[1] == 1);
+    CHECK(s.retry_histogram[0] == 2 && s.retry_histogram[1] == 1);
   } else {
     CHECK(s.aborts == tm_test_cause(&s, TM_ABORT_READ_LOCKED));
   }
 
   s = run_pair("write_locked", a_store_x_and_hold, b_write_x);
   CHECK(mem.x == 2); /* B's store is the later one */
-  CHECK(s.commits == 2);
+  CHECK(s.commits == 3);
   if (!cm_waits()) {
     CHECK(s.aborts == 1);
     CHECK(tm_test_cause(&s, TM_ABORT_WRITE_LOCKED) == 1);
@@ -192,9 +226,8 @@ static void test_validation(void) {
   CHECK(b_r1 == 10 && b_r2 == 10 && mem.z == 20); /* never a mixed snapshot */
   CHECK(s.commits == 2);
   CHECK(s.aborts == 1);
-  CHECKF(tm_test_cause(&s, TM_ABORT_VALIDATE_READ) + tm_test_cause(&s, TM_ABORT_VALIDATE_EXTEND) ==
-             1,
-         "a read beyond the snapshot whose extension fails aborts on read/extend");
+  CHECKF(tm_test_cause(&s, TM_ABORT_VALIDATE_READ) == 1,
+         "a read beyond the snapshot whose extension fails is a validate_read abort");
   CHECK(s.false_conflicts == 0);
   CHECK(s.true_conflicts + s.unknown_conflicts == 1);
 
@@ -204,8 +237,11 @@ static void test_validation(void) {
   CHECK(s.aborts == 1);
   CHECK(validation_aborts(&s) == 1);
   if (tm_test_is_etl())
-    CHECKF(tm_test_cause(&s, TM_ABORT_VALIDATE_COMMIT) == 0,
-           "ETL sees the newer stripe at the store, before commit");
+    CHECKF(tm_test_cause(&s, TM_ABORT_VALIDATE_EXTEND) == 1,
+           "ETL sees the newer stripe at the store and fails to extend its snapshot");
+  else
+    CHECKF(tm_test_cause(&s, TM_ABORT_VALIDATE_COMMIT) == 1,
+           "CTL takes the lock and validates at commit");
   CHECK(s.false_conflicts == 0);
 }
 

@@ -16,27 +16,30 @@ static struct {
 
 static long iterations;
 
-static void worker(int index, void *arg) {
-  (void)arg;
-  for (long i = 0; i < iterations; i++) {
-    TM_ATOMIC {
-      tm_store(&shared.counter, tm_load(&shared.counter) + 1);
-      tm_store(&shared.slot[index][0], tm_load(&shared.slot[index][0]) + 1);
-      if (i & 1) {
-        tm_store(&shared.left, tm_load(&shared.left) - 1);
-        tm_store(&shared.right, tm_load(&shared.right) + 1);
-      } else {
-        tm_store(&shared.right, tm_load(&shared.right) - 1);
-        tm_store(&shared.left, tm_load(&shared.left) + 1);
-      }
+static TM_TEST_TX void increment(int index, int odd, int yield_inside) {
+  TM_ATOMIC {
+    tm_store(&shared.counter, tm_load(&shared.counter) + 1);
+    if (yield_inside) sched_yield(); /* 2 cores: let the others run into our locks */
+    tm_store(&shared.slot[index][0], tm_load(&shared.slot[index][0]) + 1);
+    if (odd) {
+      tm_store(&shared.left, tm_load(&shared.left) - 1);
+      tm_store(&shared.right, tm_load(&shared.right) + 1);
+    } else {
+      tm_store(&shared.right, tm_load(&shared.right) - 1);
+      tm_store(&shared.left, tm_load(&shared.left) + 1);
     }
   }
+}
+
+static void worker(int index, void *arg) {
+  (void)arg;
+  for (long i = 0; i < iterations; i++) increment(index, (int)(i & 1), (i & 31) == 0);
 }
 
 int main(void) {
   tm_test_watchdog(240);
   tm_test_print_config("counter");
-  iterations = check_scaled(20000, 2000) & ~1L; /* even: left and right end where they began */
+  iterations = check_scaled(50000, 5000) & ~1L; /* even: left and right end where they began */
   shared.left = shared.right = 1000;
   tm_stats_reset();
   tm_test_run_threads(THREADS, worker, NULL);

@@ -25,30 +25,39 @@ static int irrevocable_started, stop_others, attempts_after_start, irrevocable_r
 static volatile uint64_t first_read, last_read;
 static int64_t others_committed[OTHERS];
 
+static TM_TEST_TX void increment_counter(void) {
+  TM_ATOMIC { tm_store(&m.counter, tm_load(&m.counter) + 1); }
+}
+
+/* Runs alone: the counter must not change between its first and its last read. */
+static TM_TEST_TX void irrevocable_transaction(void) {
+  TM_ATOMIC_IRREVOCABLE {
+    flag_add(&irrevocable_runs, 1);
+    fprintf(stderr, "irrevocable transaction: I/O inside\n");
+    first_read = tm_load(&m.counter);
+    flag_set(&attempts_after_start, 0);
+    flag_set(&irrevocable_started, 1);
+    /* The other threads get their chance to commit: wait until they have started
+     * OTHERS more transactions (they may instead be held at begin or at commit by this
+     * one: the wait is bounded), then a while longer. */
+    for (int round = 0; round < 20000 && flag_get(&attempts_after_start) < OTHERS; round++)
+      sched_yield();
+    yield_for(200);
+    last_read = tm_load(&m.counter);
+    tm_store(&m.counter, last_read + 1000);
+  }
+}
+
 static void explicit_worker(int index, void *arg) {
   (void)arg;
   if (index == 0) {
-    TM_ATOMIC_IRREVOCABLE {
-      flag_add(&irrevocable_runs, 1);
-      fprintf(stderr, "irrevocable transaction: I/O inside\n");
-      first_read = tm_load(&m.counter);
-      flag_set(&attempts_after_start, 0);
-      flag_set(&irrevocable_started, 1);
-      /* The other threads get their chance to commit: wait until they have started
-       * OTHERS more transactions (they may instead be held at begin or at commit by this
-       * one: the wait is bounded), then a while longer. */
-      for (int round = 0; round < 20000 && flag_get(&attempts_after_start) < OTHERS; round++)
-        sched_yield();
-      yield_for(200);
-      last_read = tm_load(&m.counter);
-      tm_store(&m.counter, last_read + 1000);
-    }
+    irrevocable_transaction();
     flag_set(&stop_others, 1);
   } else {
     int64_t committed = 0;
     while (!flag_get(&stop_others)) {
       if (flag_get(&irrevocable_started)) flag_add(&attempts_after_start, 1);
-      TM_ATOMIC { tm_store(&m.counter, tm_load(&m.counter) + 1); }
+      increment_counter();
       committed++;
       sched_yield();
     }
@@ -87,26 +96,33 @@ static void count_abort(void *ctx, unsigned depth) {
 /* B reads x and stores y; in each of its first `forced` attempts it waits for A to commit
  * a new x, so that attempt fails validation. A commits once per attempt of B. */
 static int forced;
+static TM_TEST_TX void increment_x(void) {
+  TM_ATOMIC { tm_store(&m.x, tm_load(&m.x) + 1); }
+}
+static TM_TEST_TX void b_transaction(void) {
+  b_attempts = 0;
+  TM_ATOMIC {
+    int attempt = ++b_attempts;
+    uint64_t v = tm_load(&m.x);
+    tm_store(&m.y, v + 1);
+    if (attempt <= forced) {
+      flag_set(&b_read, attempt);
+      flag_wait_ge(&a_committed, attempt);
+    }
+    (void)tm_load(&m.x); /* an ETL read of the newer stripe fails here */
+  }
+}
+
 static void fallback_worker(int index, void *arg) {
   (void)arg;
   if (index == 0) {
     for (int k = 1; k <= forced; k++) {
       flag_wait_ge(&b_read, k);
-      TM_ATOMIC { tm_store(&m.x, tm_load(&m.x) + 1); }
+      increment_x();
       flag_set(&a_committed, k);
     }
   } else {
-    b_attempts = 0;
-    TM_ATOMIC {
-      int attempt = ++b_attempts;
-      uint64_t v = tm_load(&m.x);
-      tm_store(&m.y, v + 1);
-      if (attempt <= forced) {
-        flag_set(&b_read, attempt);
-        flag_wait_ge(&a_committed, attempt);
-      }
-      (void)tm_load(&m.x); /* an ETL read of the newer stripe fails here */
-    }
+    b_transaction();
   }
 }
 

@@ -9,9 +9,6 @@
  * parent's values, write-back must drop the child's part of the write set. */
 #include "tm_test.h"
 
-/* Nested TM_ATOMIC blocks shadow the macro's loop variable (notes/stm-bugs.md #1). */
-#pragma GCC diagnostic ignored "-Wshadow"
-
 static struct {
   _Alignas(64) uint64_t x;
   _Alignas(64) uint64_t y;

@@ -31,37 +31,47 @@ static node pool[LIST_NODES + 1] __attribute__((aligned(64)));
 static uint64_t list_sum;
 
 static long pair_iterations, list_iterations;
-static int violations, cycles_seen, writers_done;
+static int violations, zombie_spins, cycles_seen, writers_done;
+
+static TM_TEST_TX void pair_write(int yield_between) {
+  TM_ATOMIC {
+    uint64_t v = tm_load(&pair.x);
+    tm_store(&pair.x, v + 1);
+    if (yield_between) sched_yield(); /* widen the window between the two stores */
+    tm_store(&pair.y, v + 1);
+  }
+}
 
 static void pair_writer(int index) {
   uint64_t rng = (uint64_t)index * 0x9E3779B97F4A7C15ull + 1;
   for (long i = 0; i < pair_iterations; i++) {
-    TM_ATOMIC {
-      uint64_t v = tm_load(&pair.x);
-      tm_store(&pair.x, v + 1);
-      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-      if ((rng >> 60) == 0) sched_yield(); /* widen the window between the two stores */
-      tm_store(&pair.y, v + 1);
-    }
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    pair_write((rng >> 58) == 0);
+    if ((i & 63) == 0) sched_yield(); /* let the readers run alongside */
+  }
+}
+
+static TM_TEST_TX void pair_read(int yield_between) {
+  TM_ATOMIC_RO {
+    uint64_t x = tm_load(&pair.x);
+    if (yield_between) sched_yield();
+    uint64_t y = tm_load(&pair.y);
+    if (x != y) flag_add(&violations, 1);
+    /* A zombie that saw x != y would spin here forever. */
+    for (int spin = 0; tm_load(&pair.x) != tm_load(&pair.y); spin++)
+      if (spin == 1000) {
+        flag_add(&zombie_spins, 1);
+        break;
+      }
   }
 }
 
 static void pair_reader(void) {
   long reads = 0;
   while (!flag_get(&writers_done) || reads < 100) {
-    TM_ATOMIC_RO {
-      uint64_t x = tm_load(&pair.x);
-      if ((reads & 15) == 0) sched_yield();
-      uint64_t y = tm_load(&pair.y);
-      if (x != y) flag_add(&violations, 1);
-      /* A zombie that saw x != y would spin here forever. */
-      for (int spin = 0; tm_load(&pair.x) != tm_load(&pair.y); spin++)
-        if (spin == 1000) {
-          flag_add(&violations, 1);
-          break;
-        }
-    }
+    pair_read((reads & 15) == 0);
     reads++;
+    sched_yield(); /* readers must not starve the writers (tm=lock is not fair) */
   }
 }
 
@@ -72,46 +82,55 @@ static node *list_at(int pos) {
   return n;
 }
 
+/* Unlinks the node after position `from` and re-inserts it after position `to` of the
+ * shortened list. */
+static TM_TEST_TX void list_move(int from, int to, int yield_between) {
+  TM_ATOMIC {
+    node *pred = list_at(from);
+    node *moved = pred ? tm_load(&pred->next) : NULL;
+    if (moved) {
+      tm_store(&pred->next, tm_load(&moved->next));
+      if (yield_between) sched_yield(); /* the list is now one node short */
+      node *after = list_at(to);
+      if (after) {
+        tm_store(&moved->next, tm_load(&after->next));
+        tm_store(&after->next, moved);
+      }
+    }
+  }
+}
+
 static void list_writer(int index) {
   uint64_t rng = (uint64_t)index * 0x2545F4914F6CDD1Dull + 7;
   for (long i = 0; i < list_iterations; i++) {
     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    int from = (int)((rng >> 33) % LIST_NODES);     /* unlink the node after position from */
-    int to = (int)((rng >> 13) % (LIST_NODES - 1)); /* re-insert after position to */
-    int yield_now = (rng >> 60) == 0;
-    TM_ATOMIC {
-      node *pred = list_at(from);
-      node *moved = pred ? tm_load(&pred->next) : NULL;
-      if (moved) {
-        tm_store(&pred->next, tm_load(&moved->next));
-        if (yield_now) sched_yield(); /* the list is now one node short */
-        node *after = list_at(to);
-        if (after) {
-          tm_store(&moved->next, tm_load(&after->next));
-          tm_store(&after->next, moved);
-        }
+    list_move((int)((rng >> 33) % LIST_NODES), (int)((rng >> 13) % (LIST_NODES - 1)),
+              (rng >> 60) == 0);
+    if ((i & 15) == 0) sched_yield();
+  }
+}
+
+static TM_TEST_TX void list_walk(long salt) {
+  TM_ATOMIC_RO {
+    int count = 0;
+    uint64_t sum = 0;
+    for (node *n = tm_load(&list_head->next); n; n = tm_load(&n->next)) {
+      if (++count > LIST_NODES) {
+        flag_add(&cycles_seen, 1);
+        break;
       }
+      sum += tm_load(&n->value);
+      if (((salt + count) & 31) == 0) sched_yield();
     }
+    if (count != LIST_NODES || sum != list_sum) flag_add(&violations, 1);
   }
 }
 
 static void list_reader(void) {
   long walks = 0;
   while (!flag_get(&writers_done) || walks < 100) {
-    TM_ATOMIC_RO {
-      int count = 0;
-      uint64_t sum = 0;
-      for (node *n = tm_load(&list_head->next); n; n = tm_load(&n->next)) {
-        if (++count > LIST_NODES) {
-          flag_add(&cycles_seen, 1);
-          break;
-        }
-        sum += tm_load(&n->value);
-        if (((walks + count) & 31) == 0) sched_yield();
-      }
-      if (count != LIST_NODES || sum != list_sum) flag_add(&violations, 1);
-    }
-    walks++;
+    list_walk(walks++);
+    sched_yield();
   }
 }
 
@@ -132,7 +151,7 @@ static void worker(int index, void *arg) {
 static void run(const char *name, void (*w)(int), void (*r)(void)) {
   writer_fn = w;
   reader_fn = r;
-  violations = cycles_seen = writers_done = 0;
+  violations = zombie_spins = cycles_seen = writers_done = 0;
   writers_running = WRITERS;
   tm_stats_reset();
   tm_test_run_threads(WRITERS + READERS, worker, NULL);
@@ -140,6 +159,7 @@ static void run(const char *name, void (*w)(int), void (*r)(void)) {
   tm_stats_get(&s);
   tm_test_print_stats(name, &s);
   CHECKF(violations == 0, "%s: %d inconsistent snapshots observed", name, violations);
+  CHECKF(zombie_spins == 0, "%s: %d transactions spun on x != y", name, zombie_spins);
   CHECKF(cycles_seen == 0, "%s: %d walks found a cycle", name, cycles_seen);
   if (tm_test_option_is("tm", "lock")) CHECK(s.aborts == 0);
 }
@@ -147,8 +167,8 @@ static void run(const char *name, void (*w)(int), void (*r)(void)) {
 int main(void) {
   tm_test_watchdog(240);
   tm_test_print_config("opacity");
-  pair_iterations = check_scaled(20000, 2000);
-  list_iterations = check_scaled(5000, 500);
+  pair_iterations = check_scaled(100000, 10000);
+  list_iterations = check_scaled(20000, 2000);
 
   run("pair", pair_writer, pair_reader);
   CHECK(pair.x == pair.y && pair.x == (uint64_t)(WRITERS * pair_iterations));

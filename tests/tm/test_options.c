@@ -53,6 +53,7 @@ static void test_table(void) {
                                         {"cm", "backoff"},
                                         {"cm", "wait"},
                                         {"cm", "suicide"},
+                                        {"cm", "kill"},
                                         {"hash", "mix"},
                                         {"hash", "shift-mask"},
                                         {"nesting", "flat"},

@@ -20,6 +20,33 @@ static void fill(uint8_t *p, size_t n, uint8_t seed) {
   for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(seed + i * 37);
 }
 
+/* Stores `value` (its low `width` bytes) at p and loads it back in one transaction. */
+static TM_TEST_TX uint64_t store_and_load(uint8_t *p, unsigned width, uint64_t value) {
+  volatile uint64_t loaded = 0;
+  TM_ATOMIC {
+    switch (width) {
+    case 1: tm_store_u8(p, (uint8_t)value); break;
+    case 2: tm_store_u16((uint16_t *)p, (uint16_t)value); break;
+    case 4: tm_store_u32((uint32_t *)p, (uint32_t)value); break;
+    default: tm_store_u64((uint64_t *)p, value);
+    }
+    switch (width) {
+    case 1: loaded = tm_load_u8(p); break;
+    case 2: loaded = tm_load_u16((uint16_t *)p); break;
+    case 4: loaded = tm_load_u32((uint32_t *)p); break;
+    default: loaded = tm_load_u64((uint64_t *)p);
+    }
+  }
+  return loaded;
+}
+
+static TM_TEST_TX void store_u8_and_abort(uint8_t *p, uint8_t value) {
+  TM_ATOMIC {
+    tm_store_u8(p, value);
+    tm_abort();
+  }
+}
+
 static void test_bytes(void) {
   static const size_t sizes[] = {1, 2, 3, 5, 7, 9, 13, 15, 17, 31, 33};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -31,21 +58,7 @@ static void test_bytes(void) {
         fill(obj, n, (uint8_t)(off + width));
         memcpy(expect, obj, n);
         uint64_t value = 0xA1B2C3D4E5F60718ull ^ (off * 0x0101010101010101ull);
-        volatile uint64_t loaded = 0;
-        TM_ATOMIC {
-          switch (width) {
-          case 1: tm_store_u8(obj + off, (uint8_t)value); break;
-          case 2: tm_store_u16((uint16_t *)(obj + off), (uint16_t)value); break;
-          case 4: tm_store_u32((uint32_t *)(obj + off), (uint32_t)value); break;
-          default: tm_store_u64((uint64_t *)(obj + off), value);
-          }
-          switch (width) {
-          case 1: loaded = tm_load_u8(obj + off); break;
-          case 2: loaded = tm_load_u16((uint16_t *)(obj + off)); break;
-          case 4: loaded = tm_load_u32((uint32_t *)(obj + off)); break;
-          default: loaded = tm_load_u64((uint64_t *)(obj + off));
-          }
-        }
+        uint64_t loaded = store_and_load(obj + off, width, value);
         uint64_t mask = width == 8 ? ~0ull : (1ull << (8 * width)) - 1;
         CHECKF(loaded == (value & mask), "size %zu width %u offset %zu: read own write", n, width,
                off);
@@ -54,12 +67,9 @@ static void test_bytes(void) {
                width, off);
       }
     }
-    /* A 1-byte load after another transaction's store, and an aborted store. */
+    /* An aborted store to the last byte. */
     uint8_t last = obj[n - 1];
-    TM_ATOMIC {
-      tm_store_u8(obj + n - 1, (uint8_t)(last + 1));
-      tm_abort();
-    }
+    store_u8_and_abort(obj + n - 1, (uint8_t)(last + 1));
     CHECK(obj[n - 1] == last);
     free(obj);
     free(expect);
@@ -87,6 +97,31 @@ static void test_merge(void) {
   free(obj);
 }
 
+static TM_TEST_TX float float_round_trip(float *p, float v) {
+  volatile float got = 0;
+  TM_ATOMIC {
+    tm_store(p, v);
+    got = tm_load(p);
+  }
+  return got;
+}
+static TM_TEST_TX double double_round_trip(double *p, double v) {
+  volatile double got = 0;
+  TM_ATOMIC {
+    tm_store(p, v);
+    got = tm_load(p);
+  }
+  return got;
+}
+static TM_TEST_TX void *ptr_round_trip(void **p, void *v) {
+  void *volatile got = (void *)1;
+  TM_ATOMIC {
+    tm_store(p, v);
+    got = tm_load(p);
+  }
+  return got;
+}
+
 static int same_bits(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
 
 static void test_types(void) {
@@ -101,39 +136,25 @@ static void test_types(void) {
   } *obj = malloc(sizeof *obj);
   memset(obj, 0, sizeof *obj);
   for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
-    volatile float got = 0;
-    TM_ATOMIC {
-      tm_store(&obj->f, floats[i]);
-      got = tm_load(&obj->f);
-    }
-    float g = got;
+    float g = float_round_trip(&obj->f, floats[i]);
     CHECK(same_bits(&g, &floats[i], sizeof g) && same_bits(&obj->f, &floats[i], sizeof g));
     CHECK(obj->f2 == 0 && obj->pad == 0);
   }
   for (size_t i = 0; i < sizeof doubles / sizeof doubles[0]; i++) {
-    volatile double got = 0;
-    TM_ATOMIC {
-      tm_store(&obj->d, doubles[i]);
-      got = tm_load(&obj->d);
-    }
-    double g = got;
+    double g = double_round_trip(&obj->d, doubles[i]);
     CHECK(same_bits(&g, &doubles[i], sizeof g) && same_bits(&obj->d, &doubles[i], sizeof g));
   }
   uint64_t nan_bits = 0x7FF8DEADBEEF0001ull;
   double nan_value;
   memcpy(&nan_value, &nan_bits, 8);
   uint64_t got_bits;
-  TM_ATOMIC { tm_store_double(&obj->d, nan_value); }
+  (void)double_round_trip(&obj->d, nan_value);
   memcpy(&got_bits, &obj->d, 8);
   CHECKF(got_bits == nan_bits, "NaN payload: %#llx", (unsigned long long)got_bits);
 
   void *ptrs[] = {NULL, obj, (void *)(uintptr_t)0xFFFFFFFFFFFFFFF0ull, &nan_value};
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) {
-    void *volatile got = (void *)1;
-    TM_ATOMIC {
-      tm_store(&obj->p, ptrs[i]);
-      got = tm_load(&obj->p);
-    }
+    void *got = ptr_round_trip(&obj->p, ptrs[i]);
     CHECK(got == ptrs[i] && obj->p == ptrs[i]);
   }
   free(obj);
@@ -145,16 +166,18 @@ static uint16_t *halves; /* THREADS u16 */
 static uint32_t *words;  /* THREADS u32 */
 static long neighbour_iterations;
 
+static TM_TEST_TX void neighbour_increment(int t, long i) {
+  TM_ATOMIC {
+    tm_store_u8(&bytes[t], (uint8_t)(tm_load_u8(&bytes[t]) + 1));
+    if (i & 1) tm_store_u16(&halves[t], (uint16_t)(tm_load_u16(&halves[t]) + 1));
+    if (i & 2) tm_store_u32(&words[t], tm_load_u32(&words[t]) + 1);
+    if ((i & 63) == 0) sched_yield(); /* hold the word while the neighbours try */
+  }
+}
+
 static void neighbour_worker(int t, void *arg) {
   (void)arg;
-  for (long i = 0; i < neighbour_iterations; i++) {
-    TM_ATOMIC {
-      tm_store_u8(&bytes[t], (uint8_t)(tm_load_u8(&bytes[t]) + 1));
-      if (i & 1) tm_store_u16(&halves[t], (uint16_t)(tm_load_u16(&halves[t]) + 1));
-      if (i & 2) tm_store_u32(&words[t], tm_load_u32(&words[t]) + 1);
-      if ((i & 63) == 0) sched_yield(); /* hold the word while the neighbours try */
-    }
-  }
+  for (long i = 0; i < neighbour_iterations; i++) neighbour_increment(t, i);
 }
 
 static void test_neighbours(void) {

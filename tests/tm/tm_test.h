@@ -44,6 +44,11 @@ static inline void yield_for(int rounds) {
   for (int i = 0; i < rounds; i++) sched_yield();
 }
 
+/* Marks a function that holds one atomic block. A restart jumps back into the block's
+ * frame: keeping each block in its own (not inlined) function means the caller's loop
+ * variables are never live across that jump (setjmp rules; gcc's -Wclobbered). */
+#define TM_TEST_TX __attribute__((noinline))
+
 /* ---- Watchdog: a hang is a failure ---- */
 static inline void tm_test_alarm_(int sig) {
   (void)sig;
