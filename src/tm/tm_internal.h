@@ -166,10 +166,12 @@ typedef struct tm_tx {
   tm_level **levels; /* levels[d] for d in [1, level_cap) */
   unsigned level_cap;
 
-  unsigned top_retries;  /* aborts of the current top-level transaction so far */
-  bool want_irrevocable; /* next top-level attempt runs irrevocably */
-  bool irrevocable_stat; /* this attempt counts as irrevocable (lock backend) */
-  uint64_t rng;          /* backoff randomisation */
+  unsigned top_retries;   /* aborts of the current top-level transaction so far */
+  unsigned top_conflicts; /* of which conflict aborts (irrevocable_after counts these: a
+                             transaction waiting with tm_restart must not go serial) */
+  bool want_irrevocable;  /* next top-level attempt runs irrevocably */
+  bool irrevocable_stat;  /* this attempt counts as irrevocable (lock backend) */
+  uint64_t rng;           /* backoff randomisation */
 
   tm_stats stats; /* this thread's counters; others read them with relaxed loads */
 

@@ -266,10 +266,11 @@ void tm_begin_(int flags) {
     bool fresh = lv->retries == 0;
     if (fresh) {
       tx->top_retries = 0;
+      tx->top_conflicts = 0;
       tx->want_irrevocable = false;
     }
     bool irrevocable = (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable ||
-                       (tm_cfg.irrevocable_after && lv->retries >= tm_cfg.irrevocable_after);
+                       (tm_cfg.irrevocable_after && tx->top_conflicts >= tm_cfg.irrevocable_after);
     tx->wlevel = 1;
     lv->rset_mark = 0;
     lv->wset_mark = 0;
@@ -352,6 +353,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   if (cls == TM_CLASS_FALSE) tm_stat_add(&s->false_conflicts, 1);
   if (cls == TM_CLASS_UNKNOWN) tm_stat_add(&s->unknown_conflicts, 1);
   tx->top_retries++;
+  if (cls != TM_CLASS_NONE) tx->top_conflicts++;
   if (tx->top_retries > s->max_consecutive_aborts)
     __atomic_store_n(&s->max_consecutive_aborts, tx->top_retries, __ATOMIC_RELAXED);
   tm_level *lv = tx->levels[level];
