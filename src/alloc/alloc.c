@@ -126,7 +126,9 @@ static bool list_contains(const txa_block *b, const void *list, const void *p, u
 /* Owner-side confirmation (option secure): is p really on one of b's free lists? */
 static bool confirmed_free(const txa_block *b, const void *p) {
   return list_contains(b, b->free, p, b->key) ||
-         list_contains(b, atomic_load_explicit(&b->public_free, memory_order_acquire), p, b->key);
+         list_contains(b,
+                       txa_public_head(atomic_load_explicit(&b->public_free, memory_order_acquire)),
+                       p, b->key);
 }
 
 static void report_double_free(const char *op, const void *p, const txa_block *b) {
@@ -144,11 +146,12 @@ static bool remote_free(txa_block *b, void *p, const char *op) {
     report_double_free(op, p, b);
     return false;
   }
-  void *head = atomic_load_explicit(&b->public_free, memory_order_relaxed);
+  uint64_t old = atomic_load_explicit(&b->public_free, memory_order_relaxed);
   do {
-    *(uintptr_t *)p = txa_encode(head, key);
-  } while (!atomic_compare_exchange_weak_explicit(&b->public_free, &head, p, memory_order_release,
-                                                  memory_order_relaxed));
+    *(uintptr_t *)p = txa_encode(txa_public_head(old), key);
+  } while (!atomic_compare_exchange_weak_explicit(&b->public_free, &old,
+                                                  txa_public_pack(p, txa_public_count(old) + 1),
+                                                  memory_order_release, memory_order_relaxed));
   return true;
 }
 

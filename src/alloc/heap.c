@@ -66,31 +66,33 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   b->obj_size = ci->size;
   b->class_id = (uint16_t)c;
   b->zero_bump = zero;
-  atomic_store_explicit(&b->public_free, NULL, memory_order_relaxed);
+  atomic_store_explicit(&b->public_free, 0, memory_order_relaxed);
   atomic_store_explicit(&b->owner, h, memory_order_relaxed);
 }
 
 uint32_t txa_block_repatriate(txa_block *b) {
-  if (atomic_load_explicit(&b->public_free, memory_order_relaxed) == NULL) return 0;
-  void *list = atomic_exchange_explicit(&b->public_free, NULL, memory_order_acquire);
+  if (atomic_load_explicit(&b->public_free, memory_order_relaxed) == 0) return 0;
+  uint64_t w = atomic_exchange_explicit(&b->public_free, 0, memory_order_acquire);
+  void *list = txa_public_head(w);
+  uint32_t n = txa_public_count(w);
   if (!list) return 0;
-  uintptr_t key = b->key, lo = (uintptr_t)b, span = txa_span_size(b->span_kind);
-  uint32_t n = 1;
-  void *tail = list;
-  for (;;) {
-    void *next = txa_decode(*(uintptr_t *)tail, key);
-    if (!next) break;
-    if ((uintptr_t)next - lo >= span || n >= b->capacity) {
-      txa_error(TXALLOC_ERROR_CORRUPTION, tail,
-                "heap corruption: object %p on the public free list of block %p has a "
-                "bad link (written after free?)",
-                tail, (void *)b);
-      break;
+  if (b->free) { /* append the private list after the public one's tail */
+    uintptr_t key = b->key, lo = (uintptr_t)b, span = txa_span_size(b->span_kind);
+    void *tail = list;
+    for (uint32_t i = 1;; i++) {
+      void *next = txa_decode(*(uintptr_t *)tail, key);
+      if (!next) break;
+      if ((uintptr_t)next - lo >= span || i >= n) {
+        txa_error(TXALLOC_ERROR_CORRUPTION, tail,
+                  "heap corruption: object %p on the public free list of block %p has a "
+                  "bad link (written after free?)",
+                  tail, (void *)b);
+        break;
+      }
+      tail = next;
     }
-    tail = next;
-    n++;
+    *(uintptr_t *)tail = txa_encode(b->free, key);
   }
-  *(uintptr_t *)tail = txa_encode(b->free, key);
   b->free = list;
   b->used -= n < b->used ? n : b->used;
   return n;
@@ -178,7 +180,8 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
       txa_block *x = cur->next, *last = cur;
       for (uint32_t i = 0; i < txa_g.bin_search && x != cur; i++) {
         if (x == bn->head) end_traversal(bn);
-        if (txa_block_repatriate(x)) TXA_COUNT(h, public_repatriations, 1);
+        /* Only blocks without private objects: repatriating then needs no list walk. */
+        if (!x->free && txa_block_repatriate(x)) TXA_COUNT(h, public_repatriations, 1);
         uint32_t avail = x->capacity - x->used;
         bn->visited++;
         bn->free_seen += avail;

@@ -141,8 +141,9 @@ struct txa_block {
   uint16_t class_shared;
   uint8_t span_kind;  /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
   uint64_t stored_ms; /* when it entered the dirty empty store */
-  /* line 2: the public free list, target of remote frees' CAS */
-  _Alignas(TXA_CACHE_LINE) _Atomic(void *) public_free;
+  /* line 2: the public free list, target of remote frees' CAS: head and length packed in
+   * one word (txa_public_pack), so the owner takes both with one exchange. */
+  _Alignas(TXA_CACHE_LINE) _Atomic(uint64_t) public_free;
 };
 _Static_assert(sizeof(txa_block) <= TXA_BLOCK_HEADER, "block header too big");
 
@@ -154,6 +155,17 @@ static inline txa_block *txa_block_of(uintptr_t a, unsigned kind) {
 }
 static inline uintptr_t txa_encode(void *next, uintptr_t key) { return (uintptr_t)next ^ key; }
 static inline void *txa_decode(uintptr_t link, uintptr_t key) { return (void *)(link ^ key); }
+
+/* The public list word: object address >> 4 (objects are 16-aligned below 2^47: 43 bits)
+ * and the number of objects on the list in the top 21 bits (a block holds < 2^21). */
+#define TXA_PUBLIC_PTR_BITS 43
+static inline uint64_t txa_public_pack(void *head, uint64_t count) {
+  return ((uintptr_t)head >> 4) | (count << TXA_PUBLIC_PTR_BITS);
+}
+static inline void *txa_public_head(uint64_t w) {
+  return (void *)(uintptr_t)((w & ((UINT64_C(1) << TXA_PUBLIC_PTR_BITS) - 1)) << 4);
+}
+static inline uint32_t txa_public_count(uint64_t w) { return (uint32_t)(w >> TXA_PUBLIC_PTR_BITS); }
 
 /* ---- Block store (block_store.c) ---- */
 void txa_store_push_empty(txa_block *b);
@@ -215,7 +227,9 @@ txa_heap *txa_heap_first(void);          /* registry head; pre: txa_heap_lock he
 bool txa_thread_is_exiting(void);        /* the thread's key destructor already ran */
 /* Initialises block b (fresh or from the store) for class c, owned by h. */
 void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero);
-/* Moves the public list onto the (empty) private list; returns the objects moved. */
+/* Moves the public list in front of the private list (one atomic exchange; the list is
+ * walked only when the private list is not empty, to find its tail); returns the number
+ * of objects moved. */
 uint32_t txa_block_repatriate(txa_block *b);
 
 /* Takes one object from b's private list, else from its bump area; NULL when b is full.
