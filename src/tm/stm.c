@@ -467,6 +467,24 @@ static void release_all(tm_tx *tx, size_t n, uint64_t version) {
     if (ws[i].acquired) __atomic_store_n(ws[i].lock, version, __ATOMIC_RELEASE);
 }
 
+/* Privatization safety for write-back: a transaction with an older timestamp may still be
+ * writing back when we have committed; if our commit made some memory private (unlinked
+ * it), our thread may then read it without the STM and must see those writes. So after
+ * our release we wait until no committer with an older (or not yet known) timestamp is
+ * still writing back. Committers never wait for anything while they write back, so the
+ * wait is short and cannot deadlock. */
+static void privatization_barrier(tm_tx *tx, uint64_t ts) {
+  __atomic_store_n(&tx->wb_ts, 0, __ATOMIC_RELEASE);
+  for (tm_tx *d = tm_all_descriptors(); d; d = d->all_next) {
+    if (d == tx) continue;
+    for (unsigned i = 0;; i++) {
+      uint64_t v = __atomic_load_n(&d->wb_ts, __ATOMIC_ACQUIRE);
+      if (v == 0 || v > ts) break;
+      tm_pause_or_yield(i);
+    }
+  }
+}
+
 void stm_commit(tm_tx *tx) {
   if (tx->mode == TM_MODE_IRREVOCABLE) {
     if (tx->wn) {
@@ -488,6 +506,8 @@ void stm_commit(tm_tx *tx) {
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       check_killed(tx);
   }
+  /* Announce the commit before taking the timestamp (the RMW orders the store). */
+  if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
   uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
   if ((ts - 1) << 1 != tx->end) { /* others committed since the snapshot */
     size_t bad = validate(tx);
@@ -496,11 +516,13 @@ void stm_commit(tm_tx *tx) {
       tm_abort_conflict(tx, 1, TM_ABORT_VALIDATE_COMMIT, cls);
     }
   }
+  if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
   if (tx->mode != TM_MODE_ETL_WT) {
     tm_wentry *ws = tx->wset;
     for (size_t i = 0, n = tx->wn; i < n; i++) word_write(ws[i].addr, ws[i].value, ws[i].mask);
   }
   release_all(tx, tx->wn, ts << 1);
+  if (tm_cfg.privatization) privatization_barrier(tx, ts);
 }
 
 /* Write-through: restores the words written by entries [mark, wn) and releases (or
@@ -534,6 +556,7 @@ void stm_rollback(tm_tx *tx, unsigned level) {
   size_t wmark = level == 1 ? 0 : tx->levels[level]->wset_mark;
   size_t rmark = level == 1 ? 0 : tx->levels[level]->rset_mark;
   tx->rn = rmark;
+  if (level == 1 && tx->wb_ts) __atomic_store_n(&tx->wb_ts, 0, __ATOMIC_RELEASE);
   tm_wentry *ws = tx->wset;
   switch (tx->mode) {
   case TM_MODE_ETL_WT:

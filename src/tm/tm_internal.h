@@ -72,6 +72,7 @@ typedef struct tm_config {
   unsigned irrevocable_after;
   unsigned wait_spins;
   bool attribution;
+  bool privatization;       /* write-back commits wait for older write-backs (stm.c) */
   unsigned ort_stride;      /* log2 bytes per ORT entry: 3 (lock word), 4 (+ summary word) */
   uint64_t word_index_mask; /* word index inside a stripe, for attribution bitmaps */
   uint64_t *ort;            /* 2^ort_log2 entries */
@@ -145,6 +146,8 @@ typedef struct tm_wslot {
   uint32_t epoch;
 } tm_wslot;
 
+#define TM_WB_PENDING 1 /* committing, timestamp not known yet (compares as the oldest) */
+
 enum { TM_STATUS_ACTIVE = 0, TM_STATUS_COMMITTING = 1, TM_STATUS_KILLED = 2 };
 
 typedef struct tm_tx {
@@ -181,6 +184,7 @@ typedef struct tm_tx {
   uint64_t prio;          /* start time of the first attempt (older wins under cm=kill) */
   uint64_t attempt;       /* incremented at each top-level begin (attribution re-checks it) */
   uint64_t gc_start;      /* clock at top-level begin, UINT64_MAX outside (safe reclamation) */
+  uint64_t wb_ts;         /* privatization: timestamp being written back, TM_WB_PENDING, or 0 */
   struct tm_tx *all_next; /* list of every descriptor ever made (never freed) */
   struct tm_tx *free_next;
   bool live;
@@ -192,6 +196,7 @@ extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
 /* ---- Front-end services (tm_runtime.c) ---- */
 void tm_runtime_init(void);
 tm_tx *tm_thread_setup(void);
+tm_tx *tm_all_descriptors(void); /* every descriptor ever made, linked by all_next */
 /* Abort because of a conflict or validation failure at level `level` (1 = top; closed
  * nesting may escalate to a lower level), rolling back and jumping to its restart point. */
 _Noreturn void tm_abort_conflict(tm_tx *tx, unsigned level, tm_abort_cause cause,

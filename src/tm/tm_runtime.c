@@ -83,6 +83,10 @@ static void runtime_init_once(void) {
   tm_cfg.irrevocable_after = (unsigned)txalloc_opt(TXALLOC_OPT_IRREVOCABLE_AFTER);
   tm_cfg.wait_spins = (unsigned)txalloc_opt(TXALLOC_OPT_WAIT_SPINS);
   tm_cfg.attribution = txalloc_opt(TXALLOC_OPT_ATTRIBUTION) != 0;
+  /* Write-through has no delayed write-back (and is not privatization-safe against doomed
+   * in-place writers; docs/stm.md). */
+  tm_cfg.privatization =
+      txalloc_opt(TXALLOC_OPT_PRIVATIZATION) != 0 && tm_cfg.design != TM_DESIGN_ETL_WT;
   tm_cfg.ort_stride = tm_cfg.attribution ? 4 : 3;
   tm_cfg.word_index_mask = tm_cfg.shift >= 7 ? 15 : ((uint64_t)1 << (tm_cfg.shift - 3)) - 1;
   if (tm_cfg.backend == TM_BACKEND_STM) {
@@ -161,7 +165,9 @@ void tm_thread_exit(void) {
   pthread_setspecific(thread_key, NULL);
 }
 
-/* Calls fn(tx, arg) for every descriptor ever made (live or parked). Lock-free. */
+tm_tx *tm_all_descriptors(void) { return __atomic_load_n(&all_txs, __ATOMIC_ACQUIRE); }
+
+/* The oldest begin clock of the running transactions (UINT64_MAX: none). Lock-free. */
 static uint64_t min_gc_start(void) {
   uint64_t bound = UINT64_MAX;
   for (tm_tx *t = __atomic_load_n(&all_txs, __ATOMIC_ACQUIRE); t; t = t->all_next) {

@@ -10,7 +10,8 @@
  *             (opacity), so a mismatch inside a transaction is an error at once;
  *   nested    a transfer in a child block that cancels itself (tm_abort) every other
  *             time; the parent's own increment of `nested_parent` must survive either way;
- *   list      pushes a tm_malloc'd node on a shared stack, or pops one and tm_frees it.
+ *   list      pushes a tm_malloc'd node on a shared stack, pops one and tm_frees it, or
+ *             privatizes the whole stack and walks it without the STM (privatization).
  * At the end: counters == threads * (their share of iterations), bank total unchanged,
  * nested_parent == number of nested transactions, nested child transfers balanced, stack
  * length == pushes - pops. Exit 0 when everything is exact, 1 otherwise. */
@@ -113,6 +114,18 @@ static void do_nested(uint64_t *seed, uint64_t n) {
   }
 }
 
+static void free_one(node *n) {
+  TM_ATOMIC { tm_free(n); }
+}
+
+static void free_chain(node *n) {
+  while (n) {
+    node *next = n->next;
+    free_one(n);
+    n = next;
+  }
+}
+
 static void do_list(uint64_t *seed, thread_result *r) {
   if (rnd(seed) & 1) {
     volatile int pushed = 0;
@@ -125,6 +138,34 @@ static void do_list(uint64_t *seed, thread_result *r) {
       pushed = 1;
     }
     r->pushes += (uint64_t)pushed;
+  } else if ((rnd(seed) & 3) == 0) {
+    /* Privatize the whole stack, then walk it without the STM: every link written by the
+     * committed pushes must be visible (privatization safety), and the chain must be as
+     * long as the transactional counter said. */
+    node *volatile head = NULL;
+    volatile uint64_t len = 0;
+    TM_ATOMIC {
+      head = tm_load(&shared.stack);
+      len = tm_load(&shared.stack_len);
+      tm_store(&shared.stack, (node *)NULL);
+      tm_store(&shared.stack_len, (uint64_t)0);
+    }
+    uint64_t walked = 0;
+    for (node *n = head; n; n = n->next) {
+      if (n->payload != 42) {
+        fprintf(stderr, "tm_stress: a privatized node has payload %llu\n",
+                (unsigned long long)n->payload);
+        __atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
+      }
+      walked++;
+    }
+    if (walked != len) {
+      fprintf(stderr, "tm_stress: privatized %llu nodes, the counter said %llu\n",
+              (unsigned long long)walked, (unsigned long long)len);
+      __atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
+    }
+    free_chain(head);
+    r->pops += walked;
   } else {
     volatile int popped = 0;
     TM_ATOMIC {
