@@ -65,7 +65,11 @@
  *   txalloc     integrated with txalloc_malloc/txalloc_free, balanced recycling (default).
  * Objects passed to txmem_free must come from the strategy's allocator: malloc for wrap and
  * wrap-cache, txalloc_malloc (or malloc when libtxalloc.so is the process's malloc) for
- * txalloc. The strategy never changes while the process runs.
+ * txalloc; under txalloc a free inside a transaction of an object that is not txalloc's
+ * (txalloc_owner_of) is deferred as usual and then handed to the process's free. Objects
+ * txmem_malloc returns under txalloc must not be given to the process's free unless
+ * libtxalloc.so is the process's malloc (privatization then uses txmem_free or
+ * txalloc_free). The strategy never changes while the process runs.
  *
  * Not async-signal-safe. Hooks and calls must not be made from inside the allocator. */
 #ifndef TXALLOC_TXMEM_H

@@ -4,7 +4,7 @@
  *               committed (safe) frees for the thread's next transactional allocations:
  *               64 classes of 16 bytes (usable size; the last class takes 1-2 KiB), 64
  *               objects each, LIFO;
- *   txalloc     txalloc_malloc/txalloc_free. */
+ *   txalloc     txalloc_malloc/txalloc_free (deferred frees of foreign objects: free). */
 #include <malloc.h>
 #include <stdlib.h>
 
@@ -60,15 +60,23 @@ void *txmem_backend_malloc(txmem_thread *t, size_t size) {
   }
 }
 
+/* txalloc strategy: a speculative free may name an object of the process's malloc (made
+ * before txalloc served the program, or by a library): it goes back where it came from. */
 void txmem_backend_release(txmem_thread *t, void *ptr) {
   switch (txmem_cfg.strategy) {
-  case TXMEM_TXALLOC: txalloc_free(ptr); break;
+  case TXMEM_TXALLOC:
+    if (TXMEM_LIKELY(txalloc_owner_of(ptr) != TXALLOC_NOT_OURS))
+      txalloc_free(ptr);
+    else
+      free(ptr);
+    break;
   case TXMEM_WRAP_CACHE: cache_put(t, ptr); break;
   default: free(ptr);
   }
 }
 
 size_t txmem_backend_usable(const void *ptr) {
-  if (txmem_cfg.strategy == TXMEM_TXALLOC) return txalloc_usable_size(ptr);
+  if (txmem_cfg.strategy == TXMEM_TXALLOC && txalloc_owner_of(ptr) != TXALLOC_NOT_OURS)
+    return txalloc_usable_size(ptr);
   return malloc_usable_size((void *)ptr);
 }

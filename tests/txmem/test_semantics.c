@@ -339,6 +339,25 @@ static void test_privatization_publication_calloc(void) {
   CHECK(txmem_calloc((size_t)1 << 62, 8) == NULL);
 }
 
+/* txalloc strategy: an object of the process's malloc freed inside a transaction goes back
+ * to the process's free at the commit (ASan reports a wrong free or a leak), and survives an
+ * abort. */
+static void test_foreign_object(void) {
+  if (!balanced) return;
+  int errors = alloc_errors;
+  char *p = malloc(100);
+  memset(p, 7, 100);
+  txmem_tx_begin(1);
+  txmem_free(p);
+  txmem_tx_abort(1);
+  CHECK(p[0] == 7 && p[99] == 7);
+  txmem_tx_begin(1);
+  txmem_free(p);
+  txmem_tx_commit(1);
+  txmem_flush();
+  CHECK(alloc_errors == errors);
+}
+
 /* ---- Randomized differential test against a model of closed nesting ---- */
 #define MAXOBJ 512
 typedef struct model_obj {
@@ -448,6 +467,7 @@ static void scenarios(void) {
   for (int inject = 0; inject <= 5; inject++) figure5(inject);
   for (int inject = 0; inject <= 4; inject++) figure7(inject);
   test_privatization_publication_calloc();
+  test_foreign_object();
   random_test();
 }
 
