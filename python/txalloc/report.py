@@ -36,7 +36,9 @@ def _fmt(v: float | None, digits: int = 3) -> str:
 
 
 def _pct(v: float | None) -> str:
-    return "–" if v is None else f"{100.0 * v:.1f}%"
+    if v is None:
+        return "–"
+    return f"{100.0 * v:.2f}%" if 0 < v < 0.01 else f"{100.0 * v:.1f}%"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -253,14 +255,15 @@ def render(study_dir: Path) -> Path:
         rows = [r for r in an.rows if r.group == group]
         if not rows:
             continue
-        out.append(f"\n## {title}: ratio to the best allocator\n\n" + ratio_table(an, rows, cols))
+        group_cols = [a for a in cols if any(a in r.summaries or a in r.failures for r in rows)]
+        out.append(f"\n## {title}: ratio to the best allocator\n\n" + ratio_table(an, rows, group_cols))
         out.append(f"\n### {title}: medians with mean ± 95 % confidence interval (Student t)\n\n"
-                   + detail_table(rows, cols))
+                   + detail_table(rows, group_cols))
         if group == "tm" and not any(r.tm for r in rows):
             out.append("\nNo abort figures: these workloads reported no `tm_stats` (e.g. libitm counts nothing).\n")
         elif group == "tm":
-            out.append("\n### Aborted share of attempts / false share of conflicts\n\n" + tm_table(rows, cols))
-            ct = cause_table(rows, cols)
+            out.append("\n### Aborted share of attempts / false share of conflicts\n\n" + tm_table(rows, group_cols))
+            ct = cause_table(rows, group_cols)
             if ct:
                 out.append("\n### Aborts by cause (mean per run)\n\n" + ct)
     bw = best_worst_table(an.rows)
