@@ -153,8 +153,19 @@ static int compare_long(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Builds the initial set with one thread; returns its keys, sorted. */
-static long *populate(const params *p, void *set) {
+typedef struct populate_job {
+  const params *p;
+  void *set;
+  long *keys; /* out: the initial keys, sorted */
+} populate_job;
+
+/* Builds the initial set through the transactional insert. It runs on a thread of its own
+ * that has exited when the timed run starts, so the workers are the only threads the TM
+ * has seen alive (libitm picks its serial mode for a lone thread by that count). */
+static void populate_thread(int index, void *arg) {
+  (void)index;
+  populate_job *job = arg;
+  const params *p = job->p;
   long *keys = malloc((size_t)(p->initial > 0 ? p->initial : 1) * sizeof *keys);
   if (!keys) {
     fprintf(stderr, "intset: out of memory\n");
@@ -164,10 +175,10 @@ static long *populate(const params *p, void *set) {
   bench_rng_seed(&rng, p->seed, 0xffffffffu);
   for (long n = 0; n < p->initial;) {
     long key = (long)bench_rng_below(&rng, (uint64_t)p->range);
-    if (p->ops->insert(set, key, bench_rng_next(&rng))) keys[n++] = key;
+    if (p->ops->insert(job->set, key, bench_rng_next(&rng))) keys[n++] = key;
   }
   qsort(keys, (size_t)p->initial, sizeof *keys, compare_long);
-  return keys;
+  job->keys = keys;
 }
 
 /* The end-of-run check: invariants, then the exact key set. */
@@ -210,7 +221,9 @@ int main(int argc, char **argv) {
 
   intset_config config = {.buckets = p.buckets, .node_size = (size_t)p.node_size};
   void *set = p.ops->create(&config);
-  long *initial_keys = populate(&p, set);
+  populate_job job = {.p = &p, .set = set};
+  bench_run_threads(1, populate_thread, &job);
+  long *initial_keys = job.keys;
   tx_backend_stats_reset();
 
   run r = {.p = &p, .set = set};
