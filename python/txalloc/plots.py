@@ -106,7 +106,7 @@ def abort_plots(an: Analysis, out: Path) -> list[Path]:
     for threads in sorted({r.threads for r in tm_rows}):
         rows = [r for r in tm_rows if r.threads == threads]
         allocs = [a for a in an.allocators if any(a in r.tm for r in rows)]
-        causes = sorted({c for r in rows for f in r.tm.values() for c in f.aborts_by_cause})
+        causes = sorted({c for r in rows for f in r.tm.values() for c, n in f.aborts_by_cause.items() if n})
         bars = [(r, a) for r in rows for a in allocs if a in r.tm]
         if not bars:
             continue
