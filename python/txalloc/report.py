@@ -191,7 +191,7 @@ def _metadata_section(meta: dict[str, Any]) -> str:
     simple = [("CPU", meta.get("cpu_model")), ("cores", f"{meta.get('cores')} ({meta.get('cores_usable')} usable)"),
               ("kernel", meta.get("kernel")), ("compiler", meta.get("compiler")), ("glibc", meta.get("glibc")),
               ("python / matplotlib", f"{meta.get('python')} / {meta.get('matplotlib')}"),
-              ("txalloc revision", meta.get("txalloc_revision")), ("build directory", meta.get("build_dir"))]
+              ("txalloc revision", meta.get("txalloc_revision") or "unknown (not a git checkout)"), ("build directory", meta.get("build_dir"))]
     lines += [f"- **{k}**: {v}" for k, v in simple]
     env = meta.get("txalloc_env") or {}
     lines.append(f"- **TXALLOC_ environment**: {', '.join(f'{k}={v}' for k, v in env.items()) or 'none'}")
@@ -241,6 +241,8 @@ def render(study_dir: Path) -> Path:
         f"started {study.get('started')}, finished {study.get('finished') or 'not yet (interrupted?)'}\n"
         f"- runs recorded: {len(records)} of {planned} planned; {ok} ok, {len(records) - ok} failed\n"
         f"- command: `{study.get('command', '')}`\n"
+        f"- environment set by the spec for every run: "
+        f"{', '.join(f'`{k}={v}`' for k, v in sorted(spec.env.items())) or 'none'}\n"
         f"- each number is the median of the repetitions; ratios are to the best allocator of the "
         f"same row (1.00 = best, higher = worse: time/best time, or best throughput/throughput)\n"
     )
