@@ -146,6 +146,34 @@ static void test_figure3(void) {
   CHECK_LIVE(0);
 }
 
+/* Figure 3 across nesting levels (txalloc): an object allocated by a committed child and
+ * freed by the parent, and one allocated by the parent and freed by a child that commits,
+ * are both balanced and recycled at once: the footprint stays flat. */
+static void test_figure3_nested(void) {
+  if (!balanced) return;
+  long n = check_scaled(1000000, 50000);
+  start();
+  long long worst = 0;
+  txmem_tx_begin(1);
+  for (long i = 0; i < n; i++) {
+    txmem_tx_begin(2);
+    void *a = txmem_malloc(48);
+    txmem_tx_commit(2);
+    txmem_free(a); /* allocated by a committed child: balanced */
+    void *b = txmem_malloc(48);
+    txmem_tx_begin(2);
+    txmem_free(b);      /* speculative here ... */
+    txmem_tx_commit(2); /* ... balanced once the child committed into level 1 */
+    if ((i & 0xffff) == 0) {
+      long long l = live();
+      if (l > worst) worst = l;
+    }
+  }
+  txmem_tx_commit(1);
+  CHECKF(worst <= 65536, "nested footprint grew to %lld bytes", worst);
+  CHECK_LIVE(0);
+}
+
 static void test_speculative_free_survives_abort(void) {
   start();
   size_t size = 200;
@@ -463,6 +491,7 @@ static void scenarios(void) {
   test_outside_and_depth();
   test_figure4();
   test_figure3();
+  test_figure3_nested();
   test_speculative_free_survives_abort();
   for (int inject = 0; inject <= 5; inject++) figure5(inject);
   for (int inject = 0; inject <= 4; inject++) figure7(inject);
