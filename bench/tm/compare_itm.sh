@@ -70,7 +70,21 @@ def median(values):
 
 
 def pct(v):
-    return "n/a" if v is None else "%.1f %%" % (100 * v)
+    return "n/a" if v is None else "%.2f %%" % (100 * v)
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def machine_note(load_before):
+    print()
+    print("Machine: %d CPUs; load average %s before, %s after (other processes share the machine)."
+          % (os.cpu_count() or 0, load_before, loadavg()))
 
 
 def txalloc_counts(d):
@@ -147,5 +161,7 @@ def shift():
     print("Speed-up of shift 4 over shift 5 (Figure 6 plots this minus 1): %.3f" % (ops[4] / ops[5]))
 
 
+load_before = loadavg()
 table() if mode == "table" else shift()
+machine_note(load_before)
 PYTHON
