@@ -253,3 +253,9 @@ void txmem_epoch_thread_exit(txmem_thread *t) {
   t->limbo_head = 0;
   limbo_gauges(t);
 }
+
+/* The forking thread alone survives: locks another thread held at the fork are reset. */
+void txmem_epoch_atfork_child(void) {
+  pthread_mutex_init(&g_orphan_lock, NULL);
+  pthread_mutex_init(&g_stale_lock, NULL);
+}

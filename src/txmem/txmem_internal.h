@@ -219,5 +219,6 @@ void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);
 void txmem_epoch_retire_one(txmem_thread *t, void *ptr);
 void txmem_epoch_flush(txmem_thread *t);
 void txmem_epoch_thread_exit(txmem_thread *t); /* hands the limbo to the orphans */
+void txmem_epoch_atfork_child(void);           /* fresh locks in a child of fork */
 
 #endif

@@ -18,9 +18,25 @@ static void exit_destructor(void *arg) {
   (void)arg;
   txmem_thread_exit();
 }
+/* In a child of fork only the forking thread exists: the other threads' records must not
+ * hold reclamation back (their transactions will never end there), and their deferred
+ * frees are abandoned (they live in those threads' memory). */
+static void atfork_child(void) {
+  txmem_record *self = txmem_tls.ready ? txmem_tls.rec : NULL;
+  for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
+    if (r == self) continue;
+    atomic_store(&r->active_epoch, 0);
+    __atomic_store_n(&r->limbo_objects, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->limbo_bytes, 0, __ATOMIC_RELAXED);
+    atomic_store(&r->in_use, 0);
+  }
+  txmem_epoch_atfork_child();
+}
+
 static void exit_key_create(void) {
   if (pthread_key_create(&exit_key, exit_destructor) != 0)
     txalloc_message("txmem: no thread-exit key; threads must call txmem_thread_exit");
+  pthread_atfork(NULL, NULL, atfork_child);
 }
 
 _Noreturn void txmem_contract_error(const char *what, unsigned depth, unsigned open) {

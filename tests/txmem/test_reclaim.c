@@ -7,10 +7,12 @@
  *   3. High-water mark: a "zombie" transaction that never ends by itself (it loops until it
  *      is told to validate) blocks a thread whose limbo passes the mark; the thread calls
  *      the stale hook, the hook dooms the zombie, the zombie aborts, the thread goes on.
+ *   4. A child of fork does not wait for transactions of threads that do not exist in it.
  * A watchdog alarm turns a hang (reclamation stalled forever) into a failure. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "txmem_test.h"
@@ -148,6 +150,40 @@ static void test_high_water(void) {
   CHECKF(s1.limbo_peak <= LIMBO_MAX + 20, "limbo peak %llu", (unsigned long long)s1.limbo_peak);
 }
 
+/* ---- 4. fork while another thread is inside a transaction ---- */
+static void *forever_reader(void *arg) {
+  (void)arg;
+  txmem_tx_begin(1);
+  atomic_store(&phase, 1);
+  wait_phase(2);
+  txmem_tx_abort(1);
+  txmem_thread_exit();
+  return NULL;
+}
+
+static void test_fork(void) {
+  atomic_store(&phase, 0);
+  pthread_t t;
+  pthread_create(&t, NULL, forever_reader, NULL);
+  wait_phase(1);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* The reader's transaction does not exist here: it must not block reclamation. */
+    alarm(20);
+    for (int i = 0; i < 10; i++) commit_frees(20, 32); /* passes the high-water mark */
+    txmem_flush();
+    txmem_stats s;
+    txmem_stats_get(&s);
+    _exit(s.limbo_objects == 0 && s.active_transactions == 0 ? 0 : 3);
+  }
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child of fork: status %d", status);
+  atomic_store(&phase, 2);
+  pthread_join(t, NULL);
+}
+
 int main(void) {
   char err[200];
   if (txalloc_option_set("txmem_limbo_max", "64", err, sizeof err) != 0) {
@@ -160,6 +196,7 @@ int main(void) {
   test_idle_threads();
   test_running_transaction_and_orphans();
   test_high_water();
+  test_fork();
   if (txmem_get_strategy() == TXMEM_TXALLOC && l0 >= 0)
     CHECKF(txmem_test_live_bytes() == l0, "live bytes %lld, expected %lld", txmem_test_live_bytes(),
            l0);
