@@ -196,7 +196,7 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
   return true;
 }
 
-static void free_checked(void *p, const char *op) {
+static __attribute__((noinline)) void free_checked(void *p, const char *op) {
   txa_init();
   unsigned kind = txa_kind_of((uintptr_t)p);
   if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
@@ -208,8 +208,33 @@ static void free_checked(void *p, const char *op) {
   }
 }
 
+/* The common case inline, with few live registers: a valid object of a block the calling
+ * thread owns, not looking free. Everything else (remote frees, large objects, errors,
+ * the first call before initialisation: the empty region map says "not ours") takes
+ * free_checked, which redoes the checks and reports. */
 TXALLOC_API void txalloc_free(void *p) {
-  if (p) free_checked(p, "free");
+  if (!p) return;
+  uintptr_t a = (uintptr_t)p;
+  unsigned kind = txa_kind_of(a);
+  if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
+    txa_block *b = txa_block_of(a, kind);
+    txa_heap *h = txa_tls_heap;
+    if (TXA_LIKELY(h != NULL) && atomic_load_explicit(&b->owner, memory_order_relaxed) == h &&
+        TXA_LIKELY(object_index(b, a) >= 0)) {
+      uintptr_t key = b->key;
+      uintptr_t d = *(uintptr_t *)p ^ key;
+      if (TXA_LIKELY(!txa_g.free_check || (d != 0 && d - (uintptr_t)b >= txa_span_size(kind))) &&
+          TXA_LIKELY(!txa_g.secure)) {
+        unsigned c = b->class_id;
+        *(uintptr_t *)p = txa_encode(b->free, key);
+        b->free = p;
+        txa_bump_counter(&h->cls[c].frees, 1);
+        if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+        return;
+      }
+    }
+  }
+  free_checked(p, "free");
 }
 
 /* ---- Sizes ---- */

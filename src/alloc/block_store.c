@@ -10,8 +10,16 @@
  * A was popped meanwhile is harmless: the value is discarded when the CAS fails. Because
  * the links are outside the blocks, a decommitted block keeps no page at all.
  *
- * Stacks: empty blocks per span kind, "dirty" (memory still committed) and "clean"
- * (decommitted); abandoned part-used blocks per size class. */
+ * Stacks: empty blocks per span kind in three generations: "young" (freed since the last
+ * purge tick), "old" (freed before it; memory still committed) and "clean" (decommitted);
+ * abandoned part-used blocks per size class.
+ *
+ * Decommit by generations: a purge tick (at most every decommit_delay_ms / 2, run by the
+ * thread that returns a block) decommits the whole old generation and moves the young one
+ * to old with a single CAS, so a block is decommitted between delay/2 and about delay
+ * after it became empty, and the purge never hides blocks that stay committed from other
+ * threads for longer than a chain splice. Above decommit_threshold_mb of committed empty
+ * blocks, old and then young are decommitted at once. */
 #include "alloc/internal.h"
 
 #define PTR_BITS 33
@@ -21,7 +29,7 @@ typedef struct lifo {
   _Alignas(TXA_CACHE_LINE) _Atomic(uint64_t) top;
 } lifo;
 
-static lifo dirty_empty[2], clean_empty[2], abandoned[TXA_CLASSES];
+static lifo young_empty[2], old_empty[2], clean_empty[2], abandoned[TXA_CLASSES];
 static _Atomic(int64_t) dirty_bytes;
 static _Atomic(uint64_t) next_purge_ms;
 
@@ -66,14 +74,23 @@ static txa_block *chain_next(txa_block *b) {
   return ptr_of(atomic_load_explicit(txa_block_link(b), memory_order_relaxed));
 }
 
+/* Pushes the chain first..last (linked through the links) with one CAS. */
+static void lifo_push_chain(lifo *s, txa_block *first, txa_block *last) {
+  uint64_t old = atomic_load_explicit(&s->top, memory_order_relaxed), desired;
+  do {
+    atomic_store_explicit(txa_block_link(last), old & PTR_MASK, memory_order_relaxed);
+    desired = version_after(old) | ((uintptr_t)first >> TXA_BLOCK_SHIFT);
+  } while (!atomic_compare_exchange_weak_explicit(&s->top, &old, desired, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
 static inline unsigned kind_index(unsigned kind) { return kind == TXA_KIND_SMALL ? 0 : 1; }
 
 void txa_store_push_empty(txa_block *b) {
   size_t span = txa_span_size(b->span_kind);
   b->capacity = 0; /* frees into an empty block are invalid */
   uint64_t now = txa_os_now_ms();
-  b->stored_ms = now;
-  lifo_push(&dirty_empty[kind_index(b->span_kind)], b);
+  lifo_push(&young_empty[kind_index(b->span_kind)], b);
   atomic_fetch_add_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
   TXA_GCOUNT(blocks_to_store, 1);
   int64_t dirty =
@@ -84,7 +101,8 @@ void txa_store_push_empty(txa_block *b) {
 }
 
 txa_block *txa_store_pop_empty_zeroed(unsigned kind, bool *zero) {
-  txa_block *b = lifo_pop(&dirty_empty[kind_index(kind)]);
+  txa_block *b = lifo_pop(&young_empty[kind_index(kind)]);
+  if (!b) b = lifo_pop(&old_empty[kind_index(kind)]);
   if (b) {
     atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)txa_span_size(kind), memory_order_relaxed);
     *zero = false;
@@ -116,33 +134,37 @@ txa_block *txa_store_pop_abandoned(unsigned class_id) {
   return b;
 }
 
-/* Decommits the dirty empty blocks of one kind that are due. pre: txa_purge_lock held. */
-static void purge_kind(unsigned ki, bool force, uint64_t now) {
-  txa_block *chain = lifo_take_all(&dirty_empty[ki]);
-  /* Reverse so that the oldest blocks come first. */
-  txa_block *oldest = NULL;
-  while (chain) {
-    txa_block *next = chain_next(chain);
-    atomic_store_explicit(txa_block_link(chain), (uintptr_t)oldest >> TXA_BLOCK_SHIFT,
-                          memory_order_relaxed);
-    oldest = chain;
-    chain = next;
-  }
-  for (txa_block *b = oldest; b;) {
+/* Decommits a chain of empty blocks into the clean stack. */
+static void decommit_chain(unsigned ki, txa_block *b) {
+  size_t span = ki == 0 ? TXA_BLOCK_SIZE : TXA_MEDIUM_SPAN;
+  while (b) {
     txa_block *next = chain_next(b);
-    size_t span = txa_span_size(b->span_kind);
-    int64_t dirty = atomic_load_explicit(&dirty_bytes, memory_order_relaxed);
-    if (force || (uint64_t)dirty > txa_g.decommit_threshold / 2 ||
-        now - b->stored_ms >= txa_g.decommit_delay_ms) {
-      txa_os_decommit(b, span);
-      txa_committed_add(-(int64_t)span);
-      atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)span, memory_order_relaxed);
-      TXA_GCOUNT(spans_decommitted, 1);
-      lifo_push(&clean_empty[ki], b);
-    } else {
-      lifo_push(&dirty_empty[ki], b);
-    }
+    txa_os_decommit(b, span);
+    txa_committed_add(-(int64_t)span);
+    atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)span, memory_order_relaxed);
+    TXA_GCOUNT(spans_decommitted, 1);
+    lifo_push(&clean_empty[ki], b);
     b = next;
+  }
+}
+
+static bool over_threshold(void) {
+  return (uint64_t)atomic_load_explicit(&dirty_bytes, memory_order_relaxed) >
+         txa_g.decommit_threshold;
+}
+
+/* pre: txa_purge_lock held. */
+static void purge_kind(unsigned ki, bool force, bool tick) {
+  if (force || tick || over_threshold()) decommit_chain(ki, lifo_take_all(&old_empty[ki]));
+  if (force || over_threshold()) {
+    decommit_chain(ki, lifo_take_all(&young_empty[ki]));
+  } else if (tick) {
+    txa_block *first = lifo_take_all(&young_empty[ki]);
+    if (first) {
+      txa_block *last = first;
+      for (txa_block *n; (n = chain_next(last)) != NULL;) last = n;
+      lifo_push_chain(&old_empty[ki], first, last);
+    }
   }
 }
 
@@ -156,10 +178,13 @@ void txa_store_purge(bool force) {
       return; /* another thread is purging */
   }
   uint64_t now = txa_os_now_ms();
-  purge_kind(0, force, now);
-  purge_kind(1, force, now);
-  uint64_t pause = txa_g.decommit_delay_ms / 2;
-  atomic_store_explicit(&next_purge_ms, now + (pause ? pause : 1), memory_order_relaxed);
+  bool tick = now >= atomic_load_explicit(&next_purge_ms, memory_order_relaxed);
+  purge_kind(0, force, tick);
+  purge_kind(1, force, tick);
+  if (tick || force) {
+    uint64_t pause = txa_g.decommit_delay_ms / 2;
+    atomic_store_explicit(&next_purge_ms, now + (pause ? pause : 1), memory_order_relaxed);
+  }
   txa_lock_release(&txa_purge_lock);
 }
 

@@ -139,8 +139,7 @@ struct txa_block {
   uint32_t first_offset;
   uint32_t size; /* object size */
   uint16_t class_shared;
-  uint8_t span_kind;  /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
-  uint64_t stored_ms; /* when it entered the dirty empty store */
+  uint8_t span_kind; /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
   /* line 2: the public free list, target of remote frees' CAS: head and length packed in
    * one word (txa_public_pack), so the owner takes both with one exchange. */
   _Alignas(TXA_CACHE_LINE) _Atomic(uint64_t) public_free;
