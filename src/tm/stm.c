@@ -187,8 +187,18 @@ static uint64_t read_consistent(tm_tx *tx, uintptr_t w) {
       l = l2;
       continue;
     }
-    /* The version is <= the clock, so after a successful extension it is in the snapshot. */
-    if (l > tx->end) extend_or_abort(tx, TM_ABORT_VALIDATE_READ);
+    if (l > tx->end) {
+      /* The version is <= the clock, so after a successful extension it is inside the
+       * snapshot. But the extension validated the earlier reads only: this one may have
+       * been overwritten between our read and the extension's clock read (by a commit the
+       * new snapshot includes), so the lock must still show the version we read. */
+      extend_or_abort(tx, TM_ABORT_VALIDATE_READ);
+      l2 = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+      if (TM_UNLIKELY(l2 != l)) {
+        l = l2;
+        continue;
+      }
+    }
     rset_push(tx, lock, l, w);
     return v;
   }
