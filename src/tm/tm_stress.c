@@ -16,6 +16,7 @@
  * nested_parent == number of nested transactions, nested child transfers balanced, stack
  * length == pushes - pops. Exit 0 when everything is exact, 1 otherwise. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +59,12 @@ typedef struct {
   uint64_t counter_tx, nested_tx, pushes, pops;
 } thread_result;
 
-static void do_counter(void) {
+static void do_counter(int yield_inside) {
   TM_ATOMIC {
     for (int i = 0; i < 4; i++) tm_store(&shared.c[i], tm_load(&shared.c[i]) + 1);
+    /* Descheduled while holding locks: the others run into them (waits, kills, extensions
+     * of snapshots right after a commit: the path of an old lost-update bug). */
+    if (yield_inside) sched_yield();
     uint32_t *u32 = (uint32_t *)&shared.packed;
     uint8_t *u8 = (uint8_t *)&shared.packed + 4;
     tm_store(u32, tm_load(u32) + 1);
@@ -196,7 +200,7 @@ static void *worker(void *arg) {
   for (int i = 0; i < iters; i++) {
     switch (i % 5) {
     case 0:
-      do_counter();
+      do_counter((i & 63) == 0);
       r->counter_tx++;
       break;
     case 1: do_transfer(&seed); break;
