@@ -2,7 +2,7 @@
 # same output (same commit ids: dates and identities are fixed) as with glibc malloc, and
 # txalloc's statistics show it served git.
 #
-# Workload: a repository built by a script — 30 commits over 3 branches of 100 generated
+# Workload: a repository built by a script — 20 commits over 3 branches of 100 generated
 # files (scaled by TXALLOC_TEST_SCALE), merges, a tag — run twice in two fresh directories
 # (plain and preloaded) with identical environment, then read-only commands on each: log
 # with patches and stats, a blame, a grep, a diff between branches, a repack and fsck.
@@ -10,7 +10,7 @@ set -euo pipefail
 source "$(dirname "$0")/support/dropin_common.sh"
 command -v git >/dev/null || { echo "git missing" >&2; exit 2; }
 
-COMMITS=$(dropin_scaled 30 8)
+COMMITS=$(dropin_scaled 20 8)
 export GIT_AUTHOR_NAME=txalloc GIT_AUTHOR_EMAIL=t@example.org GIT_COMMITTER_NAME=txalloc
 export GIT_COMMITTER_EMAIL=t@example.org GIT_AUTHOR_DATE="2020-01-01T00:00:00Z"
 export GIT_COMMITTER_DATE="2020-01-01T00:00:00Z" GIT_CONFIG_NOSYSTEM=1 HOME="$DROPIN_TMP"

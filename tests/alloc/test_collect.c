@@ -2,7 +2,7 @@
  *
  * Workload: (1) the main thread allocates 48 MiB of small objects (64 B and 1 KiB) and 32
  * large objects of 1 MiB, frees them all and calls txalloc_collect(): committed_bytes must
- * drop by most of what was allocated (at least 75 % of the peak growth), the large-object
+ * drop by most of what was allocated (at least 90 % of the peak growth), the large-object
  * cache must be empty and spans_decommitted must have grown. (2) A thread allocates 32 MiB
  * of small objects and exits with them live (abandoned blocks); the main thread frees them
  * all remotely and calls txalloc_collect(): the now empty abandoned blocks are returned
@@ -67,7 +67,7 @@ int main(void) {
           mib(s0.committed_bytes), mib(s1.committed_bytes), mib(s2.committed_bytes));
   CHECKF(s1.committed_bytes >= s0.committed_bytes + 80 * (uint64_t)MIB,
          "80 MiB of objects grew committed memory by only %llu MiB", mib(grown));
-  CHECKF(s2.committed_bytes <= s0.committed_bytes + grown / 4,
+  CHECKF(s2.committed_bytes <= s0.committed_bytes + grown / 10,
          "collect left %llu MiB committed of %llu MiB grown",
          mib(s2.committed_bytes - s0.committed_bytes), mib(grown));
   CHECKF(s2.large_cache_bytes == 0, "large cache holds %llu bytes after collect",
@@ -88,7 +88,7 @@ int main(void) {
   fprintf(stderr,
           "abandoned: %llu MiB before, %llu MiB live, %llu MiB after remote frees + collect\n",
           mib(s0.committed_bytes), mib(s1.committed_bytes), mib(s2.committed_bytes));
-  CHECKF(s2.committed_bytes <= s0.committed_bytes + grown / 4,
+  CHECKF(s2.committed_bytes <= s0.committed_bytes + grown / 10,
          "abandoned blocks emptied by remote frees: collect left %llu MiB of %llu MiB",
          mib(s2.committed_bytes - s0.committed_bytes), mib(grown));
 

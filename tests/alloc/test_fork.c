@@ -5,9 +5,9 @@
  * seed = thread id) in a loop, passing some to each other (remote frees) and sometimes
  * calling txalloc_collect() and txalloc_thread_exit(), so that every path that may hold a
  * lock (block store, large-object cache, decommit, region table) is busy at fork time.
- * Meanwhile the main thread forks F times. Each child (single-threaded, an alarm of 30 s
+ * Meanwhile the main thread forks 60 times. Each child (single-threaded, an alarm of 30 s
  * guards against a deadlock): frees the objects the workers had parked in a shared table
- * (remote frees into blocks whose owners do not exist in the child), allocates 2000
+ * (remote frees into blocks whose owners do not exist in the child), allocates 1000
  * objects of every size range including large ones, checks their patterns, frees them,
  * starts a thread that allocates and frees too, and exits 0. The parent requires every
  * child to exit 0 and its workers' patterns to stay intact. */
@@ -102,8 +102,8 @@ static int child(int round) {
     txalloc_free(parked[j].p);
   }
   test_rng rng = {(uint64_t)round};
-  static obj objs[2000];
-  for (int i = 0; i < 2000; i++) {
+  static obj objs[1000];
+  for (int i = 0; i < 1000; i++) {
     size_t s = i % 100 == 0 ? ((size_t)1 << 20) + (size_t)i : test_rng_size(&rng, 65536);
     void *p = txalloc_malloc(s);
     if (!p) {
@@ -114,7 +114,7 @@ static int child(int round) {
     test_fill(p, s, (uint64_t)i + 1);
     objs[i] = (obj){p, s, (uint64_t)i + 1};
   }
-  for (int i = 0; i < 2000; i++) {
+  for (int i = 0; i < 1000; i++) {
     if (objs[i].p && !test_check(objs[i].p, objs[i].size, objs[i].tag)) bad++;
     txalloc_free(objs[i].p);
   }
@@ -139,7 +139,7 @@ int main(void) {
   for (int i = 0; i < WORKERS; i++)
     if (pthread_create(&workers[i], NULL, worker, (void *)(intptr_t)i) != 0) return 2;
 
-  long forks = check_scaled(100, 25);
+  long forks = check_scaled(60, 20);
   long failed = 0;
   for (long f = 0; f < forks; f++) {
     pthread_mutex_lock(&park_lock);
