@@ -168,6 +168,12 @@ static void purge_kind(unsigned ki, bool force, bool tick) {
   }
 }
 
+void txa_store_maybe_purge(void) {
+  if (txa_os_now_ms() >= atomic_load_explicit(&next_purge_ms, memory_order_relaxed) ||
+      over_threshold())
+    txa_store_purge(false);
+}
+
 void txa_store_purge(bool force) {
   if (force) {
     txa_lock_acquire(&txa_purge_lock);

@@ -148,6 +148,9 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
     bin_insert(bn, b);
     if (b->used < b->capacity) return b;
   }
+  /* Taking a block is also the moment to age the empty ones, so that a thread that stopped
+   * freeing still gets the memory of earlier frees decommitted. */
+  txa_store_maybe_purge();
   unsigned kind = txa_classes[c].span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
   bool zero = false;
   txa_block *b = txa_store_pop_empty_zeroed(kind, &zero);

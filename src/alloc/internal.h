@@ -177,6 +177,8 @@ txa_block *txa_store_pop_abandoned(unsigned class_id);
 /* Decommits empty blocks that waited longer than the delay or exceed the threshold;
  * `force`: all of them. */
 void txa_store_purge(bool force);
+/* Runs a purge when a tick is due or the threshold is exceeded (cheap otherwise). */
+void txa_store_maybe_purge(void);
 /* Adopts every abandoned block, frees the empty ones, pushes the rest back (collect). */
 void txa_store_reclaim_abandoned(void);
 
