@@ -30,7 +30,6 @@ static inline void *class_alloc(unsigned c, size_t zero_bytes) {
   if (TXA_UNLIKELY(!p)) {
     p = txa_heap_alloc_slow(h, c);
     if (!p) return NULL;
-    b = h->bins[c].current;
     zeroed = false;
   }
   txa_bump_counter(&h->cls[c].allocs, 1);
