@@ -30,7 +30,7 @@ typedef struct lifo {
 } lifo;
 
 static lifo young_empty[2], old_empty[2], clean_empty[2], abandoned[TXA_CLASSES];
-static _Atomic(int64_t) dirty_bytes;
+static _Atomic(int64_t) dirty_bytes; /* committed empty blocks (young + old) */
 static _Atomic(uint64_t) next_purge_ms;
 
 static inline txa_block *ptr_of(uint64_t top) {

@@ -10,13 +10,19 @@
  *   large     objects above the largest class: their own mapping (whole granules), a
  *             64-byte header just before the object, cached for reuse when freed.
  *   heap      a thread's bins (one per class) of blocks; reached through initial-exec TLS.
- *   store     global non-blocking LIFOs of empty blocks (per span kind, dirty or
- *             decommitted) and of abandoned part-used blocks (per class).
+ *   store     global non-blocking LIFOs of empty blocks (per span kind: young, old and
+ *             decommitted generations) and of abandoned part-used blocks (per class).
  *
  * Free lists: objects on a block's private or public list hold, in their first word, the
- * link to the next object XOR the block's key (0 ^ key ends a list). List heads are
- * raw pointers. A live object's first word is zeroed when it leaves a free list, so a free
- * whose object still decodes to a link into its own block is a double free. */
+ * link to the next object XOR the block's key (0 ^ key ends a list). The private head is
+ * a raw pointer; the public head is packed with the list length (txa_public_pack). A live
+ * object's first word is zeroed when it leaves the private list, and the key is fresh for
+ * every block lifetime (so stale links in a reused bump area never decode), so a free whose
+ * object still decodes to a link into its own block is a double free.
+ *
+ * Counts: `used` = objects neither on the private list nor in the bump area; objects on
+ * the public list still count until their owner repatriates them, so used == 0 means no
+ * live object and no pending remote free: only then is a block returned to the store. */
 #ifndef TXALLOC_ALLOC_INTERNAL_H
 #define TXALLOC_ALLOC_INTERNAL_H
 
