@@ -28,8 +28,9 @@ int main(void) {
   static void *dirty[DIRTY];
   for (size_t t = 0; t < sizeof totals / sizeof totals[0]; t++) {
     size_t total = totals[t];
-    int ndirty = total > 100000 ? 4 : DIRTY;
-    for (int round = 0; round < 3; round++) {
+    int ndirty = total > 100000 ? 4 : (int)check_scaled(DIRTY, 8);
+    int rounds = (int)check_scaled(3, 1);
+    for (int round = 0; round < rounds; round++) {
       for (int i = 0; i < ndirty; i++) {
         dirty[i] = txalloc_malloc(total);
         CHECK(dirty[i] != NULL);
