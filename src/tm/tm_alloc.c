@@ -31,6 +31,7 @@ typedef struct alloc_thread {
   unsigned mark_cap;
   limbo_entry *limbo; /* committed frees waiting until no transaction may read them */
   size_t ln, lcap;
+  size_t reclaim_at; /* try to reclaim when ln reaches this (RECLAIM_BATCH new entries) */
 } alloc_thread;
 
 static __thread alloc_thread self;
@@ -118,8 +119,11 @@ static void on_commit(void *ctx, unsigned depth) {
     self.limbo[self.ln++] = (limbo_entry){self.log[i].ptr, tag};
   }
   self.n = 0;
-  if (self.ln >= RECLAIM_BATCH) {
+  if (self.ln >= self.reclaim_at) {
+    /* Entries still unsafe stay; the next attempt waits for a new batch, so a thread that
+     * cannot free (an old transaction runs elsewhere) does not rescan on every commit. */
     self.ln = reclaim(self.limbo, self.ln);
+    self.reclaim_at = self.ln + RECLAIM_BATCH;
     reclaim_orphans();
   }
 }
