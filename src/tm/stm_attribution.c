@@ -10,13 +10,16 @@
  * owner's attempt counter must be unchanged afterwards, or the result is UNKNOWN.
  *
  * Validation failures: the summary word next to the lock (tm_internal.h) describes the
- * last commit under it. It is read between two loads of the lock word that return the same
- * unlocked version v (then it is v's summary: a later writer changes the lock word before
- * its summary). When its `prev` is the version we read (exactly one commit since our
- * read), the words it wrote are compared with the words we read under that version;
- * otherwise the abort is UNKNOWN. Word precision needs stripes of at most 16 words
- * (shift <= 7); two stripes aliasing onto one lock are told apart by a 16-bit tag (a tag
- * collision, probability 2^-16, can only turn a false conflict into a true one). */
+ * last few commits under it (a window of up to 8 commits after version `base`: the union
+ * of the words they wrote, and the words of the newest). It is read between two loads of
+ * the lock word that return the same value (no writer released in between). When the
+ * window starts at the version we read, the union is compared with the words we read
+ * under that version (exact); when we read inside the window, a hit on the newest
+ * commit's words is TRUE (it came after our read), a miss on the union FALSE, anything
+ * else UNKNOWN; when we read before the window, UNKNOWN. Word precision needs stripes of
+ * at most 16 words (shift <= 7); stripes aliasing onto one lock are told apart by an
+ * 8-bit tag (a collision can only turn a false conflict into a true one).
+ */
 #include "tm/stm_access.h"
 
 #define CHAIN_WALK_MAX 64
@@ -76,13 +79,20 @@ tm_conflict_class tm_classify_locked(const uint64_t *lock, uint64_t l, uintptr_t
   return classify_chain(lock, l, NULL, NULL, w);
 }
 
-/* Classifies by summary s of the last commit under r's lock. */
+/* Classifies by summary s, which covers the commits under r's lock after version `base`
+ * (tm_record_commit). */
 static tm_conflict_class classify_by_summary(const tm_tx *tx, const tm_rentry *r, uint64_t s) {
-  if ((s >> 32) != ((r->seen >> 1) & 0xffffffffu)) return TM_CLASS_UNKNOWN;
-  uint64_t tag = (s >> 16) & 0xffff, bits = s & 0xffff;
-  if (tag == TM_TAG_MIXED) return TM_CLASS_UNKNOWN;
-  if (bits == 0) return TM_CLASS_FALSE; /* a rollback: no word changed */
-  return reads_hit_summary(tx, r, tag, bits) ? TM_CLASS_TRUE : TM_CLASS_FALSE;
+  uint64_t base = s >> 44, count = (s >> 40) & 15, tag = (s >> 32) & 0xff;
+  uint64_t all = (s >> 16) & 0xffff, last = s & 0xffff;
+  if (count == 0 || tag == TM_TAG_MIXED) return TM_CLASS_UNKNOWN;
+  uint64_t d = (((r->seen >> 1) & TM_SUMMARY_BASE_MASK) - base) & TM_SUMMARY_BASE_MASK;
+  if (d > TM_SUMMARY_BASE_MASK / 2) return TM_CLASS_UNKNOWN; /* we read before the window */
+  if (d == 0) /* the window is exactly the commits since our read */
+    return reads_hit_summary(tx, r, tag, all) ? TM_CLASS_TRUE : TM_CLASS_FALSE;
+  /* We read inside the window: the newest commit came after our read; the union covers
+   * every commit since our read, and some before it. */
+  if (reads_hit_summary(tx, r, tag, last)) return TM_CLASS_TRUE;
+  return reads_hit_summary(tx, r, tag, all) ? TM_CLASS_UNKNOWN : TM_CLASS_FALSE;
 }
 
 tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index) {
@@ -120,6 +130,22 @@ void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
     }
     if (tag == TM_TAG_MIXED) bits = 0xffff;
   }
-  uint64_t s = (((prev >> 1) & 0xffffffffu) << 32) | (tag << 16) | (bits & 0xffff);
+  /* We hold the lock: the old summary covers the commits up to `prev`. Extend its window
+   * when it describes the same stripe (or only rollbacks) and is not full; else restart
+   * the window at `prev`. */
+  uint64_t old = __atomic_load_n(lock + 1, __ATOMIC_RELAXED);
+  uint64_t old_count = (old >> 40) & 15, old_tag = (old >> 32) & 0xff,
+           old_all = (old >> 16) & 0xffff;
+  uint64_t s;
+  bool same = old_all == 0 || bits == 0 || old_tag == tag;
+  if (old_count > 0 && old_count < TM_SUMMARY_WINDOW && old_tag != TM_TAG_MIXED &&
+      tag != TM_TAG_MIXED && same) {
+    uint64_t t = bits ? tag : old_tag;
+    s = (old & ~((UINT64_C(1) << 44) - 1)) | ((old_count + 1) << 40) | (t << 32) |
+        (((old_all | bits) & 0xffff) << 16) | (bits & 0xffff);
+  } else {
+    s = (((prev >> 1) & TM_SUMMARY_BASE_MASK) << 44) | (UINT64_C(1) << 40) | (tag << 32) |
+        ((bits & 0xffff) << 16) | (bits & 0xffff);
+  }
   __atomic_store_n(lock + 1, s, __ATOMIC_RELEASE);
 }

@@ -224,14 +224,18 @@ void stm_irrevocable_release(tm_tx *tx);
 
 /* ---- Attribution (stm_attribution.c) ----
  * With attribution on, every ORT entry is two words: the lock word and a summary of the
- * last commit (or write-through rollback) under it, written by the lock holder before the
- * release:
- *   | prev version, low 32 bits | stripe tag (16) | bitmap of words written (16) |
- * tag TM_TAG_MIXED: the words were in several stripes, or a stripe has more than 16 words
- * (shift > 7); bitmap 0: no word changed (a rollback). */
-#define TM_TAG_MIXED 0xffffu
+ * last commits (and write-through rollbacks) under it, written by the lock holder before
+ * the release:
+ *   | base version, low 20 bits | count (4) | stripe tag (8) | union bitmap (16) | last bitmap (16)
+ * | It covers the `count` (1..TM_SUMMARY_WINDOW) commits after version `base`: `union` is the words
+ * they wrote, `last` the words the newest one wrote. tag TM_TAG_MIXED: the words were in several
+ * stripes, or a stripe has more than 16 words (shift > 7); bitmaps 0: no word changed (rollbacks).
+ */
+#define TM_SUMMARY_WINDOW 8
+#define TM_SUMMARY_BASE_MASK ((UINT64_C(1) << 20) - 1)
+#define TM_TAG_MIXED 0xffu
 static inline uint64_t tm_stripe_tag(uint64_t stripe) {
-  return ((stripe * UINT64_C(0x9E3779B97F4A7C15)) >> 48) % TM_TAG_MIXED;
+  return ((stripe * UINT64_C(0x9E3779B97F4A7C15)) >> 56) % TM_TAG_MIXED;
 }
 static inline uint64_t tm_word_bit(uintptr_t w) {
   return UINT64_C(1) << ((w >> 3) & tm_cfg.word_index_mask);
