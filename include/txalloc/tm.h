@@ -132,7 +132,8 @@ TXALLOC_API void *tm_malloc(size_t size);
 TXALLOC_API void tm_free(void *ptr);
 
 /* ---- Lifecycle callbacks (the transaction-aware allocator subscribes here). Each is
- * called on the transaction's own thread; `depth` is the level concerned (1 = top). ---- */
+ * called on the transaction's own thread; `depth` is the level concerned (1 = top). With
+ * nesting=flat the children are part of one transaction and only depth 1 is reported. ---- */
 typedef struct tm_callbacks {
   void (*on_begin)(void *ctx, unsigned depth);
   void (*on_commit)(void *ctx, unsigned depth); /* depth 1: after the commit is visible */

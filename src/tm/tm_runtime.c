@@ -292,7 +292,9 @@ void tm_begin_(int flags) {
     lv->rset_mark = tx->rn;
     lv->wset_mark = tx->wn;
   }
-  run_callbacks_begin(d);
+  /* Flat nesting: the children are part of one transaction; subscribers (txmem) treat each
+   * reported depth as a level they can roll back on its own, so only depth 1 is reported. */
+  if (d == 1 || tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks_begin(d);
   if (d > 1 && (flags & TM_FLAG_IRREVOCABLE)) tm_become_irrevocable();
 }
 
@@ -303,7 +305,7 @@ void tm_commit_(void) {
     if (tm_cfg.nesting == TM_NESTING_CLOSED && tx->mode != TM_MODE_LOCK) stm_merge_child(tx, d);
     tx->depth = d - 1;
     tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d - 1 : 1;
-    run_callbacks_commit(d);
+    if (tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks_commit(d);
     return;
   }
   bool read_only = tx->wn == 0;
@@ -351,7 +353,8 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   }
   tx->depth = level - 1;
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? (level > 1 ? level - 1 : 1) : 1;
-  for (unsigned d = depth; d >= level; d--) run_callbacks_abort(d);
+  for (unsigned d = depth; d >= level; d--)
+    if (d == 1 || tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks_abort(d);
   tm_stats *s = &tx->stats;
   tm_stat_add(&s->aborts, 1);
   tm_stat_add(&s->aborts_by_cause[cause], 1);
