@@ -6,7 +6,8 @@
  * sampled (ours: small or large), large objects of 4 and 32 MiB (TXALLOC_LARGE, interior
  * and last byte too); and addresses that are not ours: NULL, low addresses, a stack
  * variable, a global, a glibc malloc'd object (libtxalloc.a does not replace malloc), an
- * mmap'd page, the kernel half, code. Classification must also hold from another thread. */
+ * mmap'd page, the kernel half, code. Classification must also hold from another thread.
+ * usable_size of foreign and interior pointers is 0. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <sys/mman.h>
@@ -89,6 +90,20 @@ int main(void) {
     CHECK(txalloc_owner_of(p + s / 3) == TXALLOC_LARGE);
     CHECK(txalloc_owner_of(p + s - 1) == TXALLOC_LARGE);
     txalloc_free(p);
+  }
+
+  /* malloc_usable_size of what is not a live object's start is 0, not a crash. */
+  {
+    char *sm = txalloc_malloc(64), *lg = txalloc_malloc((size_t)4 << 20);
+    CHECK(sm && lg);
+    CHECK(txalloc_usable_size(&stack_variable) == 0);
+    CHECK(txalloc_usable_size(glibc_object) == 0);
+    CHECKF(txalloc_usable_size(sm + 8) == 0, "usable_size(interior small) = %zu",
+           txalloc_usable_size(sm + 8));
+    CHECKF(txalloc_usable_size(lg + 4096) == 0, "usable_size(interior large) = %zu",
+           txalloc_usable_size(lg + 4096));
+    txalloc_free(sm);
+    txalloc_free(lg);
   }
 
   /* From another thread (a thread with no heap of its own yet). */
