@@ -38,6 +38,14 @@ static inline uint64_t clock_now(void) {
 
 /* ---- Set-up ---- */
 void stm_thread_init(tm_tx *tx) {
+  /* The fast load path's copy of the address-to-lock map (shift-mask only): the lock of a
+   * word is ort_base + ((w >> ort_rshift) & ort_amask) when the stripe shift is at least
+   * the entry size's log2. */
+  tx->fast_ort = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.hash == TM_HASH_SHIFT_MASK &&
+                 tm_cfg.shift >= tm_cfg.ort_stride;
+  tx->ort_base = (char *)tm_cfg.ort;
+  tx->ort_rshift = tm_cfg.shift - (tx->fast_ort ? tm_cfg.ort_stride : 0);
+  tx->ort_amask = tm_cfg.ort_mask << tm_cfg.ort_stride;
   tx->rcap = 1024;
   tx->rset = malloc((tx->rcap + 1) * sizeof *tx->rset);
   if (tx->rset) {
@@ -392,6 +400,7 @@ bool stm_try_become_irrevocable(tm_tx *tx) {
                                    __ATOMIC_RELAXED))
     return false;
   tx->mode = TM_MODE_IRREVOCABLE;
+  tx->fast_load = false;
   return true;
 }
 
@@ -413,6 +422,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
       tm_pause_or_yield(i);
     tx->mode = design_mode();
   }
+  tx->fast_load = tx->fast_ort && (tx->mode == TM_MODE_ETL_WB || tx->mode == TM_MODE_ETL_WT);
   uint64_t now = clock_now();
   /* Published before the first read: reclamation (tm_gc_*, tm_runtime.c) must see that
    * this transaction may hold references to memory unlinked after `now`. */

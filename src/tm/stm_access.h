@@ -70,12 +70,13 @@ static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t
   e->info = info;
 }
 
-/* The common case of a load under encounter-time locking: the stripe is unlocked, its
+/* The common case of a load under encounter-time locking (tx->fast_load: the lock map is
+ * the descriptor's copy, tm_ort_lock's shift-mask case): the stripe is unlocked, its
  * version is inside the snapshot and stays the same around the read, and the read set has
  * room. Everything else (including the read itself, again) goes to stm_load_word, called
  * in tail position so the fast path needs no stack frame. */
 static inline __attribute__((always_inline)) uint64_t stm_load_word_fast(tm_tx *tx, uintptr_t w) {
-  uint64_t *lock = tm_ort_lock(w);
+  uint64_t *lock = (uint64_t *)(tx->ort_base + ((w >> tx->ort_rshift) & tx->ort_amask));
   uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
   if (TM_LIKELY(l <= tx->end && !(l & 1))) {
     uint64_t v = word_read(w);

@@ -78,13 +78,9 @@ static void store_slow(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
   stm_store_word(tx, w + 8, v >> ((8 - off) * 8), m >> ((8 - off) * 8));
 }
 
-static inline bool etl_mode(const tm_tx *tx) {
-  return (unsigned)tx->mode - TM_MODE_ETL_WB <= TM_MODE_ETL_WT - TM_MODE_ETL_WB;
-}
-
 static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
   tm_tx *tx = tm_self;
-  if (TM_LIKELY(tx && etl_mode(tx) && (a & 7) == 0)) return stm_load_word_fast(tx, a);
+  if (TM_LIKELY(tx && tx->fast_load && (a & 7) == 0)) return stm_load_word_fast(tx, a);
   return load_slow(tx, a, 8);
 }
 

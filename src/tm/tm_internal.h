@@ -153,6 +153,11 @@ enum { TM_STATUS_ACTIVE = 0, TM_STATUS_COMMITTING = 1, TM_STATUS_KILLED = 2 };
 typedef struct tm_tx {
   /* ---- hot: the owner's fast path ---- */
   tm_mode mode;
+  bool fast_load; /* ETL design and fast_ort: tm_load_u64 may take the inlined path */
+  bool fast_ort;  /* the map below is valid (shift-mask hash, shift >= ort_stride) */
+  unsigned ort_rshift;
+  uint64_t ort_amask;
+  char *ort_base;
   unsigned depth;  /* current nesting depth (0 = outside) */
   unsigned wlevel; /* level stamped on new write entries (depth; 1 when flat) */
   uint64_t end;    /* snapshot: valid for versions <= end (as a lock word: end << 1) */

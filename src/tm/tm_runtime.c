@@ -316,6 +316,7 @@ void tm_commit_(void) {
     stm_commit(tx);
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
+  tx->fast_load = false;
   __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
   tm_stats *s = &tx->stats;
   tm_stat_add(&s->commits, 1);
@@ -349,6 +350,8 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
     stm_rollback(tx, level);
   if (level == 1) {
     tx->mode = TM_MODE_NONE;
+    tx->fast_load = false;
+    tx->fast_load = false;
     __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
   }
   tx->depth = level - 1;
