@@ -85,6 +85,10 @@ TXALLOC_API _Noreturn void tm_restart(void);
 TXALLOC_API _Noreturn void tm_abort(void);
 /* Become irrevocable now (may restart the transaction first to get there). */
 TXALLOC_API void tm_become_irrevocable(void);
+/* Makes every transaction running now (on any thread) validate its reads at its next load
+ * of a stripe that was ever written, or at its commit, and abort if they are no longer
+ * valid. For reclamation (txmem's stale-transaction hook): doomed transactions end sooner. */
+TXALLOC_API void tm_request_validation(void);
 TXALLOC_API bool tm_in_transaction(void);
 TXALLOC_API unsigned tm_depth(void); /* 0 outside, 1 top level, 2 first child ... */
 

@@ -112,7 +112,7 @@ static _Noreturn void abort_validation(tm_tx *tx, size_t bad, tm_abort_cause cau
   tm_conflict_class cls = tm_classify_validation(tx, bad);
   unsigned level = tm_level_of_read(tx, bad);
   /* The reads before `bad` (all of the surviving levels' reads) are valid at `now`. */
-  if (level > 1) tx->end = now << 1;
+  if (level > 1) __atomic_store_n(&tx->end, now << 1, __ATOMIC_RELAXED);
   tm_abort_conflict(tx, level, cause, cls);
 }
 
@@ -122,12 +122,18 @@ static void check_killed(tm_tx *tx) {
                       (tm_conflict_class)__atomic_load_n(&tx->kill_class, __ATOMIC_RELAXED));
 }
 
-/* Extends the snapshot to the current clock, or aborts with `cause`. */
+/* Extends the snapshot to the current clock, or aborts with `cause`. The new `end` is
+ * installed by CAS: if tm_request_validation reset it meanwhile, validate again. */
 static void extend_or_abort(tm_tx *tx, tm_abort_cause cause) {
-  uint64_t now = clock_now();
-  size_t bad = validate(tx);
-  if (bad != SIZE_MAX) abort_validation(tx, bad, cause, now);
-  tx->end = now << 1;
+  for (;;) {
+    uint64_t before = __atomic_load_n(&tx->end, __ATOMIC_RELAXED);
+    uint64_t now = clock_now();
+    size_t bad = validate(tx);
+    if (bad != SIZE_MAX) abort_validation(tx, bad, cause, now);
+    if (__atomic_compare_exchange_n(&tx->end, &before, now << 1, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+      break;
+  }
   if (tm_cfg.cm == TM_CM_KILL) check_killed(tx);
 }
 
@@ -195,7 +201,7 @@ static uint64_t read_consistent(tm_tx *tx, uintptr_t w) {
       l = l2;
       continue;
     }
-    if (l > tx->end) {
+    if (l > __atomic_load_n(&tx->end, __ATOMIC_RELAXED)) {
       /* The version is <= the clock, so after a successful extension it is inside the
        * snapshot. But the extension validated the earlier reads only: this one may have
        * been overwritten between our read and the extension's clock read (by a commit the
@@ -307,7 +313,7 @@ static void etl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
     }
     /* Reads of other words of this stripe now come from memory at version l: it must be
      * inside the snapshot. */
-    if (l > tx->end && tx->mode != TM_MODE_IRREVOCABLE)
+    if (l > __atomic_load_n(&tx->end, __ATOMIC_RELAXED) && tx->mode != TM_MODE_IRREVOCABLE)
       extend_or_abort(tx, TM_ABORT_VALIDATE_EXTEND);
     if (in_place) word_write(w, value, mask);
     return;
@@ -432,7 +438,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
   } else {
     __atomic_exchange_n(&tx->gc_start, now, __ATOMIC_SEQ_CST);
   }
-  tx->end = now << 1;
+  __atomic_store_n(&tx->end, now << 1, __ATOMIC_RELAXED);
   tx->rn = 0;
   tx->wn = 0;
   tx->ctl_locked = 0;
@@ -529,7 +535,7 @@ void stm_commit(tm_tx *tx) {
   /* Announce the commit before taking the timestamp (the RMW orders the store). */
   if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
   uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
-  if ((ts - 1) << 1 != tx->end) { /* others committed since the snapshot */
+  if ((ts - 1) << 1 != __atomic_load_n(&tx->end, __ATOMIC_RELAXED)) { /* commits since */
     size_t bad = validate(tx);
     if (bad != SIZE_MAX) {
       tm_conflict_class cls = tm_classify_validation(tx, bad);

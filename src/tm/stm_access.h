@@ -78,7 +78,7 @@ static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t
 static inline __attribute__((always_inline)) uint64_t stm_load_word_fast(tm_tx *tx, uintptr_t w) {
   uint64_t *lock = (uint64_t *)(tx->ort_base + ((w >> tx->ort_rshift) & tx->ort_amask));
   uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
-  if (TM_LIKELY(l <= tx->end && !(l & 1))) {
+  if (TM_LIKELY(l <= __atomic_load_n(&tx->end, __ATOMIC_RELAXED) && !(l & 1))) {
     uint64_t v = word_read(w);
     if (TM_LIKELY(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l)) {
       uint64_t info = tm_read_info(w);

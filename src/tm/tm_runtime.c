@@ -424,6 +424,16 @@ void tm_become_irrevocable(void) {
   abort_to(tx, 1, TM_ABORT_IRREVOCABLE, TM_CLASS_NONE, TM_JUMP_RETRY);
 }
 
+/* Resetting a running transaction's snapshot bound to 0 sends its next load of any stripe
+ * ever written, and its commit, through validation (snapshot extension): if its reads are
+ * no longer valid it aborts there. extend_or_abort installs its new bound by CAS, so a
+ * reset that races with an extension makes the extension validate again. */
+void tm_request_validation(void) {
+  for (tm_tx *t = tm_all_descriptors(); t; t = t->all_next)
+    if (__atomic_load_n(&t->gc_start, __ATOMIC_ACQUIRE) != UINT64_MAX)
+      __atomic_store_n(&t->end, 0, __ATOMIC_RELAXED);
+}
+
 bool tm_in_transaction(void) {
   tm_tx *tx = tm_self;
   return tx && tx->depth > 0;

@@ -12,7 +12,8 @@
  *             time; the parent's own increment of `nested_parent` must survive either way;
  *   list      pushes a tm_malloc'd node on a shared stack, pops one and tm_frees it, or
  *             privatizes the whole stack and walks it without the STM (privatization).
- * At the end: counters == threads * (their share of iterations), bank total unchanged,
+ * Every 97th iteration a thread also calls tm_request_validation (all running transactions
+ * revalidate). At the end: counters == threads * (their share of iterations), bank total unchanged,
  * nested_parent == number of nested transactions, nested child transfers balanced, stack
  * length == pushes - pops. Exit 0 when everything is exact, 1 otherwise. */
 #include <pthread.h>
@@ -198,6 +199,7 @@ static void *worker(void *arg) {
   pthread_barrier_wait(&start);
   uint64_t seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)arg;
   for (int i = 0; i < iters; i++) {
+    if (i % 97 == 0) tm_request_validation(); /* races with the others' snapshot extensions */
     switch (i % 5) {
     case 0:
       do_counter((i & 63) == 0);
