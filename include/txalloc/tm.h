@@ -185,7 +185,8 @@ TXALLOC_API void tm_stats_reset(void);
  * abort_rate = aborts / (commits + aborts)) to `out`, without a newline. */
 TXALLOC_API void tm_stats_print_json(FILE *out, const tm_stats *stats);
 /* Writes the TM configuration (backend, design, ort_log2, shift, hash, cm, nesting,
- * irrevocable_after, attribution) as one JSON object to `out`, without a newline. */
+ * irrevocable_after, attribution, privatization, wait_spins) as one JSON object to `out`, without a
+ * newline. */
 TXALLOC_API void tm_config_print_json(FILE *out);
 
 #ifdef __cplusplus

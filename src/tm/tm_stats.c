@@ -111,12 +111,14 @@ void tm_config_print_json(FILE *out) {
   fprintf(out,
           "{\"backend\": \"%s\", \"design\": \"%s\", \"ort_log2\": %ld, \"shift\": %ld, "
           "\"hash\": \"%s\", \"cm\": \"%s\", \"nesting\": \"%s\", \"irrevocable_after\": %ld, "
-          "\"attribution\": %s}",
+          "\"attribution\": %s, \"privatization\": %s, \"wait_spins\": %ld}",
           choice_name(TXALLOC_OPT_TM, b[0], 64), choice_name(TXALLOC_OPT_DESIGN, b[1], 64),
           txalloc_opt(TXALLOC_OPT_ORT_LOG2), txalloc_opt(TXALLOC_OPT_SHIFT),
           choice_name(TXALLOC_OPT_HASH, b[2], 64), choice_name(TXALLOC_OPT_CM, b[3], 64),
           choice_name(TXALLOC_OPT_NESTING, b[4], 64), txalloc_opt(TXALLOC_OPT_IRREVOCABLE_AFTER),
-          txalloc_opt(TXALLOC_OPT_ATTRIBUTION) ? "true" : "false");
+          txalloc_opt(TXALLOC_OPT_ATTRIBUTION) ? "true" : "false",
+          txalloc_opt(TXALLOC_OPT_PRIVATIZATION) ? "true" : "false",
+          txalloc_opt(TXALLOC_OPT_WAIT_SPINS));
 }
 
 void tm_stats_print_at_exit(void) {
