@@ -162,8 +162,8 @@ int main(void) {
   }
   qsort(blocks, BLOCKS, sizeof blocks[0], cmp_ptr);
 
-  torture(16, check_scaled(200000, 20000), blocks);
-  torture(3, check_scaled(400000, 40000), blocks);
+  torture(16, check_scaled(100000, 20000), blocks);
+  torture(3, check_scaled(200000, 40000), blocks);
 
   /* Hand everything back to the store for the allocator. */
   for (int i = 0; i < BLOCKS; i++) txa_store_push_empty(blocks[i]);
