@@ -42,11 +42,5 @@ static void fork_release(void) {
   txa_lock_release(&txa_purge_lock);
 }
 
-static _Atomic(int) fork_registered;
-
-void txa_fork_register(void) {
-  if (atomic_load_explicit(&fork_registered, memory_order_relaxed)) return;
-  if (atomic_exchange_explicit(&fork_registered, 1, memory_order_relaxed)) return;
-  /* pthread_atfork may allocate: the caller's heap is already installed. */
-  pthread_atfork(fork_prepare, fork_release, fork_release);
-}
+/* Called once, by the initialising thread (init.c). */
+void txa_fork_register(void) { pthread_atfork(fork_prepare, fork_release, fork_release); }

@@ -258,7 +258,6 @@ txa_heap *txa_heap_get_slow(void) {
    * second-level key table): that call then finds this heap. */
   txa_tls_heap = h;
   pthread_setspecific(txa_g.tls_key, h);
-  txa_fork_register();
   return h;
 }
 

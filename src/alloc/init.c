@@ -12,6 +12,7 @@
 
 txa_globals txa_g;
 int txa_init_state;
+static __thread bool tls_initialising; /* this thread runs txa_init_slow */
 
 static void read_options(void) {
   txa_g.secure = txalloc_opt(TXALLOC_OPT_SECURE) != 0;
@@ -36,13 +37,18 @@ static uintptr_t random_secret(void) {
 }
 
 void txa_init_slow(void) {
+  /* pthread_atfork below may call malloc: that nested call finds the allocator ready
+   * (state 2) and must not wait for this thread to finish. */
+  if (tls_initialising) return;
   int expected = 0;
   if (!__atomic_compare_exchange_n(&txa_init_state, &expected, 1, false, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE)) {
-    /* Another thread initialises; it never allocates, so it finishes. */
-    while (__atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) != 2) __builtin_ia32_pause();
+    /* Another thread initialises; it never waits for us, so it finishes. */
+    while (__atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) != TXA_INIT_DONE)
+      __builtin_ia32_pause();
     return;
   }
+  tls_initialising = true;
   txalloc_options_init();
   read_options();
   txa_g.secret = random_secret();
@@ -56,4 +62,9 @@ void txa_init_slow(void) {
   if (txalloc_opt(TXALLOC_OPT_VERBOSE))
     txalloc_message("initialised: %d size classes up to %zu bytes", TXA_CLASSES, TXA_MEDIUM_MAX);
   __atomic_store_n(&txa_init_state, 2, __ATOMIC_RELEASE);
+  /* The fork handlers are registered before any other thread may use the allocator (they
+   * wait for TXA_INIT_DONE), so no lock can be held across a fork without them. */
+  txa_fork_register();
+  __atomic_store_n(&txa_init_state, TXA_INIT_DONE, __ATOMIC_RELEASE);
+  tls_initialising = false;
 }

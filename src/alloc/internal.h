@@ -277,10 +277,14 @@ typedef struct txa_globals {
   int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
 } txa_globals;
 extern txa_globals txa_g;
-extern int txa_init_state; /* 0 none, 1 running, 2 done */
+/* 0 none, 1 running, 2 ready but fork handlers being registered (only the initialising
+ * thread proceeds), TXA_INIT_DONE. */
+#define TXA_INIT_DONE 3
+extern int txa_init_state;
 void txa_init_slow(void);
 static inline void txa_init(void) {
-  if (TXA_UNLIKELY(__atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) != 2)) txa_init_slow();
+  if (TXA_UNLIKELY(__atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) != TXA_INIT_DONE))
+    txa_init_slow();
 }
 
 /* Process-wide counters for events off the thread heaps (large objects, OS calls) and for

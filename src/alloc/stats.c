@@ -185,6 +185,6 @@ TXALLOC_API void txalloc_stats_print(int fd) {
 /* TXALLOC_STATS=1: statistics to stderr when the process exits (also when preloaded). */
 __attribute__((destructor)) static void stats_at_exit(void) {
   if (!txalloc_opt(TXALLOC_OPT_STATS)) return;
-  bool initialised = __atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) == 2;
+  bool initialised = __atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) == TXA_INIT_DONE;
   txalloc_stats_print(initialised && txa_g.stats_fd >= 0 ? txa_g.stats_fd : STDERR_FILENO);
 }
