@@ -52,7 +52,10 @@ static int child(void) {
   /* The cap comes after the allocator's initialisation and this table. */
   txalloc_free(txalloc_malloc(1));
   struct rlimit rl;
-  rl.rlim_cur = rl.rlim_max = address_space_now() + ((size_t)256 << 20);
+  if (getrlimit(RLIMIT_AS, &rl) != 0) return 2;
+  rlim_t cap = (rlim_t)(address_space_now() + ((size_t)256 << 20));
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < cap) cap = rl.rlim_max;
+  rl.rlim_cur = cap; /* the hard limit stays: lowering the soft one is always allowed */
   if (setrlimit(RLIMIT_AS, &rl) != 0) return 2;
 
   int n_large = 0, n_medium = 0, n_small = 0, rc;
