@@ -157,6 +157,83 @@ static void test_stats(int flat) {
   CHECK(s.commits == (flat ? 0u : 1u));
 }
 
+/* ---- Conflicts inside a child (two threads) ----
+ * B's parent reads p_word, its child reads c_word; on the child's first run, A commits a
+ * new value of one of them (and of `trigger`), then the child reads `trigger`, newer than
+ * B's snapshot: the extension fails. Closed nesting rolls back only as far as the failed
+ * read: the child alone when A changed the child's word, the whole transaction when A
+ * changed the parent's. Flat nesting always re-runs the whole transaction. */
+static struct {
+  _Alignas(64) uint64_t p_word;
+  _Alignas(64) uint64_t c_word;
+  _Alignas(64) uint64_t trigger;
+  _Alignas(64) uint64_t out;
+  _Alignas(64) uint64_t p_out; /* written by the parent, overwritten by the child */
+} cm_;
+static volatile uint64_t child_saw;
+static int b_in_child, a_done;
+static volatile int parent_runs, child_runs;
+static volatile uint64_t *conflict_word;
+
+static TM_TEST_TX void b_nested(void) {
+  TM_ATOMIC {
+    parent_runs++;
+    uint64_t p = tm_load(&cm_.p_word);
+    tm_store(&cm_.p_out, p + 100);
+    TM_ATOMIC {
+      int run = ++child_runs;
+      child_saw = tm_load(&cm_.p_out); /* the parent's value, never the failed run's */
+      tm_store(&cm_.p_out, (uint64_t)999);
+      uint64_t c = tm_load(&cm_.c_word);
+      if (run == 1) {
+        flag_set(&b_in_child, 1);
+        flag_wait_ge(&a_done, 1);
+      }
+      uint64_t t = tm_load(&cm_.trigger);
+      tm_store(&cm_.out, p + c + t);
+    }
+  }
+}
+
+static TM_TEST_TX void a_commit_conflict(void) {
+  TM_ATOMIC {
+    tm_store(conflict_word, tm_load(conflict_word) + 10);
+    tm_store(&cm_.trigger, tm_load(&cm_.trigger) + 1);
+  }
+}
+
+static void nested_conflict_pair(int index, void *arg) {
+  (void)arg;
+  if (index == 0) {
+    flag_wait_ge(&b_in_child, 1);
+    a_commit_conflict();
+    flag_set(&a_done, 1);
+  } else {
+    b_nested();
+  }
+}
+
+static void test_child_conflict(int flat, int in_parent) {
+  memset(&cm_, 0, sizeof cm_);
+  b_in_child = a_done = 0;
+  parent_runs = child_runs = 0;
+  conflict_word = in_parent ? &cm_.p_word : &cm_.c_word;
+  tm_stats_reset();
+  tm_test_run_threads(2, nested_conflict_pair, NULL);
+  tm_stats s;
+  tm_stats_get(&s);
+  tm_test_print_stats(in_parent ? "conflict on the parent's read" : "conflict on the child's read",
+                      &s);
+  CHECK(cm_.out == 10 + 1);
+  CHECK(cm_.p_out == 999);
+  CHECKF(child_saw == (in_parent ? 110u : 100u), "the child's retry saw %llu",
+         (unsigned long long)child_saw);
+  CHECK(child_runs == 2);
+  CHECKF(parent_runs == (flat || in_parent ? 2 : 1), "parent ran %d times", parent_runs);
+  CHECK(s.aborts == 1 && tm_test_cause(&s, TM_ABORT_VALIDATE_READ) == 1);
+  CHECK(s.commits == 2);
+}
+
 int main(void) {
   tm_test_watchdog(60);
   tm_test_print_config("nesting");
@@ -169,5 +246,9 @@ int main(void) {
   test_three_levels(flat);
   test_child_restart(flat);
   test_stats(flat);
+  if (!tm_test_is_lock()) {
+    test_child_conflict(flat, 0);
+    test_child_conflict(flat, 1);
+  }
   return check_exit();
 }

@@ -32,6 +32,7 @@ static uint64_t list_sum;
 
 static long pair_iterations, list_iterations;
 static int violations, zombie_spins, cycles_seen, writers_done;
+static uint64_t first_bad[2]; /* the first inconsistent (x, y) a pair reader saw */
 
 static TM_TEST_TX void pair_write(int yield_between) {
   TM_ATOMIC {
@@ -56,7 +57,10 @@ static TM_TEST_TX void pair_read(int yield_between) {
     uint64_t x = tm_load(&pair.x);
     if (yield_between) sched_yield();
     uint64_t y = tm_load(&pair.y);
-    if (x != y) flag_add(&violations, 1);
+    if (x != y && flag_add(&violations, 1) == 1) {
+      __atomic_store_n(&first_bad[0], x, __ATOMIC_SEQ_CST);
+      __atomic_store_n(&first_bad[1], y, __ATOMIC_SEQ_CST);
+    }
     /* A zombie that saw x != y would spin here forever. */
     for (int spin = 0; tm_load(&pair.x) != tm_load(&pair.y); spin++)
       if (spin == 1000) {
@@ -158,7 +162,8 @@ static void run(const char *name, void (*w)(int), void (*r)(void)) {
   tm_stats s;
   tm_stats_get(&s);
   tm_test_print_stats(name, &s);
-  CHECKF(violations == 0, "%s: %d inconsistent snapshots observed", name, violations);
+  CHECKF(violations == 0, "%s: %d inconsistent snapshots observed (pair: first x=%llu y=%llu)",
+         name, violations, (unsigned long long)first_bad[0], (unsigned long long)first_bad[1]);
   CHECKF(zombie_spins == 0, "%s: %d transactions spun on x != y", name, zombie_spins);
   CHECKF(cycles_seen == 0, "%s: %d walks found a cycle", name, cycles_seen);
   if (tm_test_option_is("tm", "lock")) CHECK(s.aborts == 0);

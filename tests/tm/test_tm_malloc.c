@@ -8,13 +8,16 @@
  *               child's abort and waits for the top level otherwise.
  *   concurrent  threads push and pop nodes of their own transactional stacks while
  *               conflicting on a shared counter, so allocations and frees meet aborts.
- * How "freed" is observed: the bytes in use of glibc's main arena (mallinfo2) for the
- * main thread's tests, where glibc serves tm_malloc; in the ASan build every use of a freed object
- * is reported and the leak checker reports allocations that aborts did not free; a use-after-free
- * of an object whose tm_free should have been deferred is reported there too. */
+ * How "freed" is observed, whatever the txmem strategy (TXALLOC_TXMEM=wrap|wrap-cache|
+ * txalloc) serves tm_malloc: bytes in use = glibc's main arena (mallinfo2, wrap strategies)
+ * plus txalloc's live bytes (txalloc strategy), measured on the main thread; txmem's own
+ * counters (aborted_allocs, limbo_objects); in the ASan build every use of a freed object
+ * and, for the wrap strategies, every allocation an abort failed to free (leak checker). */
 #include <malloc.h>
 
 #include "tm_test.h"
+#include "txalloc/txalloc.h"
+#include "txalloc/txmem.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -25,9 +28,19 @@
 #define OBJ 4096
 /* Objects whose committed free may still wait for reclamation (tm_alloc.c batches 64). */
 #define RECLAIM_SLACK 128
-static int measurable; /* mallinfo2 sees tm_malloc's memory */
+static int measurable; /* in_use() sees tm_malloc's memory */
 
-static long in_use(void) { return (long)mallinfo2().uordblks; }
+static long in_use(void) {
+  txalloc_stats a;
+  txalloc_stats_get(&a);
+  return (long)mallinfo2().uordblks + (long)a.live_bytes;
+}
+
+static txmem_stats txmem_now(void) {
+  txmem_stats s;
+  txmem_stats_get(&s);
+  return s;
+}
 
 static TM_TEST_TX void alloc_and_publish(void *volatile *slot, int fill_byte) {
   TM_ATOMIC {
@@ -45,11 +58,11 @@ static void test_commit_and_measure(void) {
   long grown = in_use() - before;
   measurable = grown >= N * OBJ;
   fprintf(stderr, "committed %d x %d bytes: in use grew by %ld (%s)\n", N, OBJ, grown,
-          measurable ? "measurable" : "not measurable through mallinfo2");
-  if (!UNDER_SANITIZER) CHECKF(measurable, "tm_malloc's memory is not seen by mallinfo2");
+          measurable ? "measurable" : "not measurable");
+  if (!UNDER_SANITIZER) CHECKF(measurable, "tm_malloc's memory is not seen by in_use()");
   for (int i = 0; i < N; i++) {
     CHECK(((unsigned char *)kept[i])[OBJ - 1] == (unsigned char)i);
-    free(kept[i]);
+    tm_free(kept[i]); /* outside a transaction: the strategy's plain free */
   }
 }
 
@@ -74,12 +87,17 @@ static TM_TEST_TX void alloc_restart_twice(void) {
 
 static void test_abort_frees(void) {
   long rounds = check_scaled(2000, 200);
+  txmem_stats t0 = txmem_now();
   long before = in_use();
   for (long i = 0; i < rounds; i++) {
     alloc_then_abort();
     alloc_restart_twice();
   }
   long grown = in_use() - before;
+  txmem_stats t1 = txmem_now();
+  CHECKF(t1.aborted_allocs - t0.aborted_allocs == (uint64_t)(3 * rounds),
+         "txmem released %llu aborted allocations, expected %ld",
+         (unsigned long long)(t1.aborted_allocs - t0.aborted_allocs), 3 * rounds);
   if (measurable)
     CHECKF(grown < 2 * RECLAIM_SLACK * OBJ,
            "%ld aborted allocations of %d bytes: in use grew by %ld", 3 * rounds, OBJ, grown);
@@ -124,6 +142,8 @@ static void test_free_deferred(void) {
   unsigned sum = 0;
   for (int i = 0; i < N; i++) sum += free_then_read(objs[i]);
   CHECK(sum == 7u * N);
+  txmem_flush(); /* no transaction runs: every deferred free can go back now */
+  CHECK(txmem_now().limbo_objects == 0);
   if (measurable)
     CHECKF(before - in_use() >= (long)(N - RECLAIM_SLACK) * OBJ,
            "%d committed frees of %d bytes: in use fell by %ld only", N, OBJ, before - in_use());
@@ -251,7 +271,7 @@ static void test_concurrent(void) {
     long n = 0;
     for (snode *s = stacks[t].top, *next; s; s = next, n++) {
       next = s->next;
-      free(s);
+      tm_free(s);
     }
     CHECKF(n == pushed[t] - popped[t], "stack %d: %ld nodes, expected %ld", t, n,
            pushed[t] - popped[t]);
