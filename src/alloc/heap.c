@@ -178,7 +178,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
   void *p;
   if (cur != &txa_empty_block) {
     if (txa_block_repatriate(cur)) TXA_COUNT(h, public_repatriations, 1);
-    if ((p = txa_block_take(cur)) != NULL) return p;
+    if ((p = txa_block_take_from(cur, false)) != NULL) return p;
     if (!bn->grow) {
       txa_block *x = cur->next, *last = cur;
       for (uint32_t i = 0; i < txa_g.bin_search && x != cur; i++) {
@@ -191,7 +191,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
         bn->cap_seen += x->capacity;
         if (avail) {
           bn->current = x;
-          return txa_block_take(x);
+          return txa_block_take_from(x, false);
         }
         last = x;
         x = x->next;
@@ -208,7 +208,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
     return NULL;
   }
   bn->current = b;
-  p = txa_block_take(b);
+  p = txa_block_take_from(b, false);
   if (!p) { /* an adopted block that is still full: try once more with a fresh one */
     b = acquire_block(h, c);
     if (!b) {
@@ -216,7 +216,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
       return NULL;
     }
     bn->current = b;
-    p = txa_block_take(b);
+    p = txa_block_take_from(b, false);
   }
   return p;
 }

@@ -241,8 +241,10 @@ uint32_t txa_block_repatriate(txa_block *b);
 
 /* Takes one object from b's private list, else from its bump area; NULL when b is full.
  * Owner only. The object's first word (its old link) is zeroed so that only objects on a
- * free list carry a valid encoded link. */
-static inline void *txa_block_take(txa_block *b) {
+ * free list carry a valid encoded link. `prefer_public`: return NULL instead of bumping
+ * while objects wait on the public list, so that the caller (the slow path) reuses them
+ * first; this keeps the touched part of a block small when other threads free into it. */
+static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
   void *p = b->free;
   if (TXA_LIKELY(p != NULL)) {
     b->free = txa_decode(*(uintptr_t *)p, b->key);
@@ -251,6 +253,9 @@ static inline void *txa_block_take(txa_block *b) {
     return p;
   }
   if (b->bump != b->bump_end) {
+    if (prefer_public &&
+        TXA_UNLIKELY(atomic_load_explicit(&b->public_free, memory_order_relaxed) != 0))
+      return NULL;
     p = b->bump;
     b->bump += b->obj_size;
     b->used++;
@@ -258,6 +263,7 @@ static inline void *txa_block_take(txa_block *b) {
   }
   return NULL;
 }
+static inline void *txa_block_take(txa_block *b) { return txa_block_take_from(b, true); }
 
 static inline uint64_t txa_rd(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 /* Owner-only counter bump: a relaxed load and store, no locked instruction. */
