@@ -302,11 +302,62 @@ static void test_become_irrevocable(void) {
   CHECK(s.aborts <= 1 && attempt == (int)s.aborts + 1);
 }
 
+/* ---- killed (cm=kill, ETL) ----
+ * B begins first (older); A commits once (the clock moves) and then begins, so A is the
+ * younger. A stores x and holds it; B's read of x finds the younger owner: B marks A killed
+ * and waits for the lock, which A does not release (it waits for B) — so B gives up with
+ * read_locked. A then reaches its commit, finds itself killed and aborts (killed); both
+ * retry and commit. */
+static int b_began, b_retrying;
+static _Alignas(256) uint64_t a_private;
+
+static TM_TEST_TX void a_younger_holds_x(void) {
+  TM_ATOMIC {
+    tm_store(&mem.x, tm_load(&mem.x) + 1);
+    flag_set(&a_locked, 1);
+    flag_wait_ge(&b_retrying, 1);
+  }
+}
+
+static void a_killed_side(void) {
+  flag_wait_ge(&b_began, 1);
+  TM_ATOMIC { tm_store(&a_private, tm_load(&a_private) + 1); } /* the clock moves */
+  a_younger_holds_x();
+  flag_set(&a_committed, 1);
+}
+
+static void b_older_kills(void) {
+  volatile int attempt = 0;
+  TM_ATOMIC {
+    if (++attempt == 1) {
+      flag_set(&b_began, 1);
+      flag_wait_ge(&a_locked, 1);
+    } else {
+      flag_set(&b_retrying, 1);
+      flag_wait_ge(&a_committed, 1);
+    }
+    b_seen = tm_load(&mem.x);
+  }
+}
+
+static void test_killed(void) {
+  if (!tm_test_is_etl() || !tm_test_option_is("cm", "kill")) return;
+  b_began = b_retrying = 0;
+  tm_stats s = run_pair("killed", a_killed_side, b_older_kills);
+  CHECK(mem.x == 1 && b_seen == 1);
+  CHECK(s.commits == 3);
+  CHECK(s.aborts == 2);
+  CHECK(tm_test_cause(&s, TM_ABORT_READ_LOCKED) == 1);
+  CHECK(tm_test_cause(&s, TM_ABORT_KILLED) == 1);
+  CHECK(s.true_conflicts == 2 && s.false_conflicts == 0); /* both over the word x */
+}
+
 int main(void) {
   tm_test_watchdog(120);
   tm_thread_init();
   tm_test_print_config("abort_causes");
   test_lock_conflicts();
+  test_killed();
   test_validation();
   test_explicit();
   test_become_irrevocable();
