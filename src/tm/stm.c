@@ -430,14 +430,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
   }
   tx->fast_load = tx->fast_ort && (tx->mode == TM_MODE_ETL_WB || tx->mode == TM_MODE_ETL_WT);
   uint64_t now = clock_now();
-  /* Published before the first read: reclamation (tm_gc_*, tm_runtime.c) must see that
-   * this transaction may hold references to memory unlinked after `now`. */
-  if (tm_gc_membarrier) {
-    __atomic_store_n(&tx->gc_start, now, __ATOMIC_RELAXED);
-    __asm__ __volatile__("" ::: "memory"); /* the reclaimer's membarrier orders it */
-  } else {
-    __atomic_exchange_n(&tx->gc_start, now, __ATOMIC_SEQ_CST);
-  }
+  __atomic_store_n(&tx->active_since, now, __ATOMIC_RELAXED); /* tm_request_validation */
   __atomic_store_n(&tx->end, now << 1, __ATOMIC_RELAXED);
   tx->rn = 0;
   tx->wn = 0;

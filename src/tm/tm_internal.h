@@ -188,7 +188,7 @@ typedef struct tm_tx {
   uint64_t kill_class;                     /* classification the killer computed */
   uint64_t prio;          /* start time of the first attempt (older wins under cm=kill) */
   uint64_t attempt;       /* incremented at each top-level begin (attribution re-checks it) */
-  uint64_t gc_start;      /* clock at top-level begin, UINT64_MAX outside (safe reclamation) */
+  uint64_t active_since;  /* clock at top-level begin, UINT64_MAX outside a transaction */
   uint64_t wb_ts;         /* privatization: timestamp being written back, TM_WB_PENDING, or 0 */
   struct tm_tx *all_next; /* list of every descriptor ever made (never freed) */
   struct tm_tx *free_next;
@@ -269,11 +269,5 @@ static inline void tm_stat_add(uint64_t *counter, uint64_t n) {
 }
 void tm_stats_fold_thread(tm_tx *tx); /* thread exit: into the global total */
 void tm_stats_print_at_exit(void);
-
-/* ---- Safe reclamation (used by tm_alloc.c): memory unlinked by a transaction that
- * committed when the clock read `tag` may be reused once tm_gc_safe_bound() >= tag. */
-extern bool tm_gc_membarrier; /* reclaimers fence with membarrier(2) */
-uint64_t tm_gc_tag(void);
-uint64_t tm_gc_safe_bound(void);
 
 #endif

@@ -11,15 +11,12 @@
  * cancels) the outermost block. A conflict aborts the innermost level; after three
  * consecutive conflict aborts of one level the abort escalates to its parent (two children
  * that each wait for a lock their parents hold would otherwise retry forever). */
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "tm/tm_internal.h"
 #include "util/message.h"
@@ -64,8 +61,6 @@ static void *map_zeroed(size_t bytes) {
   return p;
 }
 
-static void gc_init(void);
-
 static void thread_key_destructor(void *tx) {
   (void)tx;
   tm_thread_exit();
@@ -92,7 +87,6 @@ static void runtime_init_once(void) {
   if (tm_cfg.backend == TM_BACKEND_STM) {
     tm_cfg.ort = map_zeroed((size_t)1 << (tm_cfg.ort_log2 + tm_cfg.ort_stride));
   }
-  gc_init();
   if (pthread_key_create(&thread_key, thread_key_destructor) != 0)
     tm_fatal("pthread_key_create failed");
   if (txalloc_opt(TXALLOC_OPT_STATS)) atexit(tm_stats_print_at_exit);
@@ -134,7 +128,7 @@ tm_tx *tm_thread_setup(void) {
     tx->all_next = all_txs;
     __atomic_store_n(&all_txs, tx, __ATOMIC_RELEASE);
   }
-  __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
+  __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   __atomic_store_n(&tx->live, true, __ATOMIC_RELAXED);
   tx->rng = 0x9E3779B97F4A7C15ull * tx->id + (uint64_t)(uintptr_t)&tx;
   pthread_mutex_unlock(&threads_lock);
@@ -157,7 +151,7 @@ void tm_thread_exit(void) {
   pthread_mutex_lock(&threads_lock);
   tm_stats_fold_thread(tx);
   __atomic_store_n(&tx->live, false, __ATOMIC_RELAXED);
-  __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
+  __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   tx->free_next = free_txs;
   free_txs = tx;
   pthread_mutex_unlock(&threads_lock);
@@ -166,38 +160,6 @@ void tm_thread_exit(void) {
 }
 
 tm_tx *tm_all_descriptors(void) { return __atomic_load_n(&all_txs, __ATOMIC_ACQUIRE); }
-
-/* The oldest begin clock of the running transactions (UINT64_MAX: none). Lock-free. */
-static uint64_t min_gc_start(void) {
-  uint64_t bound = UINT64_MAX;
-  for (tm_tx *t = __atomic_load_n(&all_txs, __ATOMIC_ACQUIRE); t; t = t->all_next) {
-    uint64_t s = __atomic_load_n(&t->gc_start, __ATOMIC_ACQUIRE);
-    if (s < bound) bound = s;
-  }
-  return bound;
-}
-
-/* Safe reclamation. A transaction publishes gc_start (the clock at its begin) before its
- * first read; the store must be visible to a reclaimer before any read that could give the
- * transaction a pointer the reclaimer then frees. Either the begin uses a sequentially
- * consistent exchange (a full fence, about 20 cycles per transaction), or, where the kernel
- * offers it, the reclaimer issues membarrier(PRIVATE_EXPEDITED) before it reads the
- * gc_start words: every thread of the process then has passed a full barrier, so every
- * gc_start stored before the reclaimer's call is visible. Reclamation is batched, so the
- * system call is rare and the transactions' begin is a plain store. */
-bool tm_gc_membarrier;
-
-static void gc_init(void) {
-  tm_gc_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
-uint64_t tm_gc_tag(void) { return __atomic_load_n(&tm_clock.value, __ATOMIC_SEQ_CST); }
-
-uint64_t tm_gc_safe_bound(void) {
-  if (tm_gc_membarrier && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-    tm_fatal("membarrier failed after it was registered");
-  return min_gc_start();
-}
 
 /* For tm_stats.c: visits the live descriptors under threads_lock. */
 void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg);
@@ -317,7 +279,7 @@ void tm_commit_(void) {
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
   tx->fast_load = false;
-  __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
+  __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   tm_stats *s = &tx->stats;
   tm_stat_add(&s->commits, 1);
   if (read_only) tm_stat_add(&s->commits_read_only, 1);
@@ -352,7 +314,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
     tx->mode = TM_MODE_NONE;
     tx->fast_load = false;
     tx->fast_load = false;
-    __atomic_store_n(&tx->gc_start, UINT64_MAX, __ATOMIC_RELEASE);
+    __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   }
   tx->depth = level - 1;
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? (level > 1 ? level - 1 : 1) : 1;
@@ -430,7 +392,7 @@ void tm_become_irrevocable(void) {
  * reset that races with an extension makes the extension validate again. */
 void tm_request_validation(void) {
   for (tm_tx *t = tm_all_descriptors(); t; t = t->all_next)
-    if (__atomic_load_n(&t->gc_start, __ATOMIC_ACQUIRE) != UINT64_MAX)
+    if (__atomic_load_n(&t->active_since, __ATOMIC_ACQUIRE) != UINT64_MAX)
       __atomic_store_n(&t->end, 0, __ATOMIC_RELAXED);
 }
 
