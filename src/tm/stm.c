@@ -139,6 +139,19 @@ static void extend_or_abort(tm_tx *tx, tm_abort_cause cause) {
 
 /* ---- Contention management: another transaction holds `lock` (word l) ---- */
 
+static bool holds_locks(const tm_tx *tx) {
+  if (tx->mode == TM_MODE_CTL_WB) return tx->ctl_locked > 0;
+  return tx->wn > 0;
+}
+
+void stm_wait_after_abort(tm_tx *tx) {
+  for (unsigned i = 0; i < tm_cfg.wait_spins; i++) {
+    if (__atomic_load_n(tx->wait_lock, __ATOMIC_ACQUIRE) != tx->wait_word) break;
+    tm_pause_or_yield(i);
+  }
+  tx->wait_lock = NULL;
+}
+
 /* Returns the lock word to retry with once it changed, or aborts this transaction. */
 static uint64_t on_locked(tm_tx *tx, uint64_t *lock, uint64_t l, uintptr_t w,
                           tm_abort_cause cause) {
@@ -150,7 +163,18 @@ static uint64_t on_locked(tm_tx *tx, uint64_t *lock, uint64_t l, uintptr_t w,
     }
   }
   unsigned spins = 0;
-  if (tm_cfg.cm == TM_CM_WAIT) spins = tm_cfg.wait_spins;
+  if (tm_cfg.cm == TM_CM_WAIT) {
+    /* Waiting while holding locks lets two writers wait for each other (with many threads
+     * on few cores, bounded waits then turn into a near-livelock): a transaction that holds
+     * locks aborts first and waits for the release before its retry (stm_wait_after_abort,
+     * TinySTM's CM_DELAY); one that holds none waits in place. */
+    if (holds_locks(tx)) {
+      tx->wait_lock = lock;
+      tx->wait_word = l;
+    } else {
+      spins = tm_cfg.wait_spins;
+    }
+  }
   if (tm_cfg.cm == TM_CM_KILL) {
     check_killed(tx);
     tm_tx *owner = __atomic_load_n(&lock_head(l)->tx, __ATOMIC_RELAXED);

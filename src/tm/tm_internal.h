@@ -169,7 +169,9 @@ typedef struct tm_tx {
   tm_wslot *wslots;
   size_t wslot_mask;
   uint32_t wepoch;
-  size_t ctl_locked; /* CTL commit: entries [0, ctl_locked) have been linked into locks */
+  size_t ctl_locked;   /* CTL commit: entries [0, ctl_locked) have been linked into locks */
+  uint64_t *wait_lock; /* cm=wait: after this abort, wait until the lock is not wait_word */
+  uint64_t wait_word;
 
   tm_level **levels; /* levels[d] for d in [1, level_cap) */
   unsigned level_cap;
@@ -220,7 +222,10 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh);
 void stm_commit(tm_tx *tx);
 /* Undoes the effects of levels >= level (level 1: everything, releasing all locks). */
 void stm_rollback(tm_tx *tx, unsigned level);
-void stm_merge_child(tm_tx *tx, unsigned child); /* closed nesting: child's writes -> parent */
+void stm_merge_child(tm_tx *tx, unsigned child);
+void stm_wait_after_abort(tm_tx *tx);
+/* cm=wait: the contended lock's release, bounded */ /* closed nesting: child's writes -> parent
+                                                      */
 uint64_t stm_load_word(tm_tx *tx, uintptr_t w);
 void stm_store_word(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask);
 bool stm_try_become_irrevocable(tm_tx *tx); /* in place, when nothing was accessed yet */

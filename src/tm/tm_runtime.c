@@ -332,6 +332,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
     __atomic_store_n(&s->max_consecutive_aborts, tx->top_retries, __ATOMIC_RELAXED);
   tm_level *lv = tx->levels[level];
   lv->retries++;
+  if (tx->wait_lock) stm_wait_after_abort(tx);
   if (level == 1 && jump == TM_JUMP_RETRY && cls != TM_CLASS_NONE && tm_cfg.cm == TM_CM_BACKOFF)
     backoff(tx, lv->retries);
   /* Repeated conflicts usually mean the other transaction is descheduled (more threads than
