@@ -1,17 +1,18 @@
 /* The allocator's locks and the fork handlers that take every one of them.
  *
  * The fast paths and the block store are lock-free; these spin locks guard only slow,
- * short sections: carving regions (txa_region_lock), the large-object cache
- * (txa_large_lock), the heap registry (txa_heap_lock) and the purge of empty blocks
- * (txa_purge_lock). Before fork the parent takes all of them in this order, so no lock is
- * held by a thread that does not exist in the child; both sides release them afterwards.
- * Heaps of the parent's other threads stay owned (by heaps no child thread uses): objects
- * in them can still be freed in the child (remote frees), their free space is not reused. */
+ * short sections: the first part of initialisation (txa_init_lock), the purge of empty
+ * blocks (txa_purge_lock), the heap registry (txa_heap_lock), the large-object cache
+ * (txa_large_lock) and region carving (txa_region_lock). Before fork the parent takes all
+ * of them, in that order, so no lock is held by a thread that does not exist in the child;
+ * both sides release them afterwards. Heaps of the parent's other threads stay owned (by
+ * heaps no child thread uses): objects in them can still be freed in the child (remote
+ * frees), their free space is not reused. */
 #include <sched.h>
 
 #include "alloc/internal.h"
 
-txa_lock txa_purge_lock;
+txa_lock txa_purge_lock, txa_init_lock;
 
 void txa_lock_acquire(txa_lock *l) {
   for (unsigned spins = 0;; spins++) {
@@ -29,6 +30,7 @@ void txa_lock_acquire(txa_lock *l) {
 }
 
 static void fork_prepare(void) {
+  txa_lock_acquire(&txa_init_lock);
   txa_lock_acquire(&txa_purge_lock);
   txa_lock_acquire(&txa_heap_lock);
   txa_lock_acquire(&txa_large_lock);
@@ -40,7 +42,16 @@ static void fork_release(void) {
   txa_lock_release(&txa_large_lock);
   txa_lock_release(&txa_heap_lock);
   txa_lock_release(&txa_purge_lock);
+  txa_lock_release(&txa_init_lock);
 }
 
-/* Called once, by the initialising thread (init.c). */
-void txa_fork_register(void) { pthread_atfork(fork_prepare, fork_release, fork_release); }
+static _Atomic(int) fork_registered;
+
+/* Registers the handlers once: from the library constructor or from the initialisation,
+ * whichever comes first (init.c). */
+void txa_fork_register(void) {
+  int expected = 0;
+  if (atomic_compare_exchange_strong_explicit(&fork_registered, &expected, 1, memory_order_acq_rel,
+                                              memory_order_acquire))
+    pthread_atfork(fork_prepare, fork_release, fork_release);
+}

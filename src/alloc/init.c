@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "alloc/internal.h"
 #include "util/message.h"
@@ -36,19 +37,42 @@ static uintptr_t random_secret(void) {
   return s;
 }
 
+/* The state word: 0 none; (pid << 2) | 1 running and (pid << 2) | 2 registering the fork
+ * handlers, by a thread of process `pid`; TXA_INIT_DONE. A waiter that finds a running
+ * state of another pid is in a child forked while a thread of its parent initialised: that
+ * thread does not exist here, so the waiter resets the state and initialises itself (every
+ * step is idempotent). */
+static int running_state(int phase) { return (int)((unsigned)getpid() << 2) | phase; }
+
+static void wait_or_take_over(void) {
+  for (unsigned spins = 1;; spins++) {
+    int s = __atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE);
+    if (s == TXA_INIT_DONE || s == 0) return;
+    if (spins % 64 == 0 && (s >> 2) != (int)getpid()) {
+      __atomic_compare_exchange_n(&txa_init_state, &s, 0, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE);
+      return;
+    }
+    __builtin_ia32_pause();
+  }
+}
+
 void txa_init_slow(void) {
   /* pthread_atfork below may call malloc: that nested call finds the allocator ready
    * (state 2) and must not wait for this thread to finish. */
   if (tls_initialising) return;
-  int expected = 0;
-  if (!__atomic_compare_exchange_n(&txa_init_state, &expected, 1, false, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE)) {
-    /* Another thread initialises; it never waits for us, so it finishes. */
-    while (__atomic_load_n(&txa_init_state, __ATOMIC_ACQUIRE) != TXA_INIT_DONE)
-      __builtin_ia32_pause();
-    return;
+  for (;;) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&txa_init_state, &expected, running_state(1), false,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      break;
+    if (expected == TXA_INIT_DONE) return;
+    wait_or_take_over(); /* another thread initialises; it never waits for us */
   }
   tls_initialising = true;
+  /* The steps up to state 2 run under txa_init_lock, which fork_prepare takes: a fork never
+   * copies them half done (in particular the options table's reading of environ). */
+  txa_lock_acquire(&txa_init_lock);
   txalloc_options_init();
   read_options();
   txa_g.secret = random_secret();
@@ -61,10 +85,16 @@ void txa_init_slow(void) {
   txa_g.stats_fd = txalloc_opt(TXALLOC_OPT_STATS) ? fcntl(2, F_DUPFD_CLOEXEC, 64) : -1;
   if (txalloc_opt(TXALLOC_OPT_VERBOSE))
     txalloc_message("initialised: %d size classes up to %zu bytes", TXA_CLASSES, TXA_MEDIUM_MAX);
-  __atomic_store_n(&txa_init_state, 2, __ATOMIC_RELEASE);
-  /* The fork handlers are registered before any other thread may use the allocator (they
-   * wait for TXA_INIT_DONE), so no lock can be held across a fork without them. */
+  txa_lock_release(&txa_init_lock);
+  __atomic_store_n(&txa_init_state, running_state(2), __ATOMIC_RELEASE);
+  /* The fork handlers are registered (if the constructor below has not done it yet) before
+   * any other thread may use the allocator (they wait for TXA_INIT_DONE), so no allocator
+   * lock can be held across a fork without them. */
   txa_fork_register();
   __atomic_store_n(&txa_init_state, TXA_INIT_DONE, __ATOMIC_RELEASE);
   tls_initialising = false;
 }
+
+/* Registers the fork handlers when the library is loaded, before the program can start
+ * threads, so that they exist for a fork racing the first initialisation. */
+__attribute__((constructor)) static void register_fork_handlers_early(void) { txa_fork_register(); }

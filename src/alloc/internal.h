@@ -283,8 +283,8 @@ typedef struct txa_globals {
   int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
 } txa_globals;
 extern txa_globals txa_g;
-/* 0 none, 1 running, 2 ready but fork handlers being registered (only the initialising
- * thread proceeds), TXA_INIT_DONE. */
+/* 0 none; (pid << 2) | 1 running; (pid << 2) | 2 ready but fork handlers being registered
+ * (only the initialising thread proceeds); TXA_INIT_DONE (init.c). */
 #define TXA_INIT_DONE 3
 extern int txa_init_state;
 void txa_init_slow(void);
@@ -325,7 +325,7 @@ void txa_lock_acquire(txa_lock *l);
 static inline void txa_lock_release(txa_lock *l) {
   atomic_store_explicit(&l->held, 0, memory_order_release);
 }
-extern txa_lock txa_region_lock, txa_large_lock, txa_heap_lock, txa_purge_lock;
+extern txa_lock txa_region_lock, txa_large_lock, txa_heap_lock, txa_purge_lock, txa_init_lock;
 void txa_fork_register(void);
 
 #endif
