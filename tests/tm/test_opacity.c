@@ -72,7 +72,9 @@ static TM_TEST_TX void pair_read(int yield_between) {
 
 static void pair_reader(void) {
   long reads = 0;
-  while (!flag_get(&writers_done) || reads < 100) {
+  /* Bounded: readers that always win (cm=kill: the older kills the younger) could
+   * otherwise keep the writers from finishing for a long time. */
+  while ((!flag_get(&writers_done) || reads < 100) && reads < pair_iterations) {
     pair_read((reads & 15) == 0);
     reads++;
     sched_yield(); /* readers must not starve the writers (tm=lock is not fair) */
@@ -132,7 +134,7 @@ static TM_TEST_TX void list_walk(long salt) {
 
 static void list_reader(void) {
   long walks = 0;
-  while (!flag_get(&writers_done) || walks < 100) {
+  while ((!flag_get(&writers_done) || walks < 100) && walks < 2 * list_iterations) {
     list_walk(walks++);
     sched_yield();
   }
