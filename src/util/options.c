@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/message.h"
 
@@ -34,7 +35,9 @@ long txalloc_option_values[TXALLOC_OPT_COUNT_] = {
 #undef TXALLOC_OPTION
 };
 
-/* 0: not read, 1: a thread is reading the environment, 2: done. */
+/* OPTIONS_UNREAD, OPTIONS_READ, or the pid of the process whose thread is reading the
+ * environment (a child forked during the reading sees its parent's pid there). */
+enum { OPTIONS_UNREAD = 0, OPTIONS_READ = -1 };
 static int options_state;
 
 size_t txalloc_option_count(void) { return TXALLOC_OPT_COUNT_; }
@@ -220,14 +223,29 @@ static void read_environment(void) {
 }
 
 void txalloc_options_init(void) {
-  if (__atomic_load_n(&options_state, __ATOMIC_ACQUIRE) == 2) return;
-  int expected = 0;
-  if (__atomic_compare_exchange_n(&options_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+  if (__atomic_load_n(&options_state, __ATOMIC_ACQUIRE) == OPTIONS_READ) return;
+  int expected = OPTIONS_UNREAD;
+  pid_t self = getpid();
+  if (__atomic_compare_exchange_n(&options_state, &expected, self, 0, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE)) {
     read_environment();
-    __atomic_store_n(&options_state, 2, __ATOMIC_RELEASE);
+    __atomic_store_n(&options_state, OPTIONS_READ, __ATOMIC_RELEASE);
     return;
   }
-  /* Another thread is reading the environment; it never allocates, so it finishes. */
-  while (__atomic_load_n(&options_state, __ATOMIC_ACQUIRE) != 2) __builtin_ia32_pause();
+  /* Another thread is reading the environment; it never allocates, so it finishes --
+   * unless this process is a child forked while that thread was reading: the reader does
+   * not exist here, so the child takes the reading over. */
+  for (;;) {
+    int state = __atomic_load_n(&options_state, __ATOMIC_ACQUIRE);
+    if (state == OPTIONS_READ) return;
+    if (state != self && __atomic_compare_exchange_n(&options_state, &state, self, 0,
+                                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      /* Only a reader of another process can be taken over: in the parent the reader's
+       * pid equals ours, so threads of one process never race here. */
+      read_environment();
+      __atomic_store_n(&options_state, OPTIONS_READ, __ATOMIC_RELEASE);
+      return;
+    }
+    __builtin_ia32_pause();
+  }
 }
