@@ -14,6 +14,7 @@
 #include "tx_api.h"
 #include "tx_args.h"
 #include "tx_backend.h"
+#include "tx_report.h"
 
 typedef struct params {
   long accounts, read_all, threads, stride, balance;
@@ -73,14 +74,8 @@ static void parse(int argc, char **argv, params *p) {
       p->stride = bench_parse_long("--stride", a.value, 8, 4096);
     } else if (tx_args_is(&a, "balance")) {
       p->balance = bench_parse_long("--balance", a.value, 0, 1L << 40);
-    } else if (tx_args_is(&a, "threads")) {
-      p->threads = bench_parse_long("--threads", a.value, 1, 1024);
-    } else if (tx_args_is(&a, "duration")) {
-      p->duration = bench_parse_double("--duration", a.value, 0.001, 1e6);
-    } else if (tx_args_is(&a, "seed")) {
-      p->seed = (unsigned long long)bench_parse_long("--seed", a.value, 0, __LONG_MAX__);
-    } else if (!tx_backend_flag(a.name, a.value)) {
-      bench_usage_error("unknown option --%s", a.name);
+    } else {
+      tx_args_common(&a, &p->threads, &p->duration, &p->seed);
     }
   }
   if (p->stride % 8) bench_usage_error("--stride %ld is not a multiple of 8", p->stride);
@@ -195,31 +190,18 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "balance", p.balance);
   bench_json_uint(&j, "seed", p.seed);
   bench_json_end(&j);
-  bench_json_int(&j, "threads", p.threads);
-  bench_json_double(&j, "duration_s", p.duration);
-  bench_json_allocator(&j);
-  tx_backend_json_tm(&j);
-  bench_json_object(&j, "results");
-  bench_json_uint(&j, "ops", total.ops);
-  bench_json_double(&j, "ops_per_s", time_s > 0 ? (double)total.ops / time_s : 0.0);
-  bench_json_double(&j, "time_s", time_s);
+  tx_report_config(&j, p.threads, &p.duration);
+  tx_report_results_begin(&j, total.ops, time_s);
   bench_json_uint(&j, "transfers", total.transfers);
   bench_json_uint(&j, "read_alls", total.read_alls);
   bench_json_uint(&j, "wrong_totals", total.wrong_totals);
   bench_json_int(&j, "final_total", final_total);
-  tx_backend_json_result_counts(&j);
-  bench_json_end(&j);
-  tx_backend_json_stats(&j);
-  bench_json_memory(&j);
-  bench_json_bool(&j, "valid", valid);
-  if (!valid) bench_json_str(&j, "error", err);
-  bench_json_finish(&j);
+  tx_report_results_end(&j, valid, err);
 
   fprintf(stderr, "bank: %d threads, %.0f ops/s, allocator %s\n", (int)p.threads,
-          time_s > 0 ? (double)total.ops / time_s : 0.0, bench_allocator_name());
-  tx_backend_describe(stderr);
-  if (!valid) fprintf(stderr, "bank: INVALID: %s\n", err);
+          tx_report_rate(total.ops, time_s), bench_allocator_name());
+  int status = tx_report_exit("bank", valid, err);
   free(r.base);
   free(r.workers);
-  return valid ? 0 : 1;
+  return status;
 }

@@ -18,6 +18,7 @@
 #include "intset.h"
 #include "tx_args.h"
 #include "tx_backend.h"
+#include "tx_report.h"
 
 static const intset_ops *const structures[] = {&intset_list_ops, &intset_hash_ops,
                                                &intset_rbtree_ops, &intset_skiplist_ops};
@@ -87,18 +88,12 @@ static void parse(int argc, char **argv, params *p) {
       p->range = bench_parse_long("--range", a.value, 1, 1L << 40);
     } else if (tx_args_is(&a, "update")) {
       p->update = bench_parse_long("--update", a.value, 0, 100);
-    } else if (tx_args_is(&a, "threads")) {
-      p->threads = bench_parse_long("--threads", a.value, 1, 1024);
-    } else if (tx_args_is(&a, "duration")) {
-      p->duration = bench_parse_double("--duration", a.value, 0.001, 1e6);
-    } else if (tx_args_is(&a, "seed")) {
-      p->seed = (unsigned long long)bench_parse_long("--seed", a.value, 0, __LONG_MAX__);
     } else if (tx_args_is(&a, "buckets")) {
       p->buckets = bench_parse_long("--buckets", a.value, 1, 1L << 28);
     } else if (tx_args_is(&a, "node-size")) {
       p->node_size = bench_parse_long("--node-size", a.value, 0, 1L << 20);
-    } else if (!tx_backend_flag(a.name, a.value)) {
-      bench_usage_error("unknown option --%s", a.name);
+    } else {
+      tx_args_common(&a, &p->threads, &p->duration, &p->seed);
     }
   }
   if (p->initial > p->range)
@@ -275,32 +270,19 @@ int main(int argc, char **argv) {
       (long)((size_t)p.node_size > p.ops->node_size ? (size_t)p.node_size : p.ops->node_size));
   bench_json_uint(&j, "seed", p.seed);
   bench_json_end(&j);
-  bench_json_int(&j, "threads", p.threads);
-  bench_json_double(&j, "duration_s", p.duration);
-  bench_json_allocator(&j);
-  tx_backend_json_tm(&j);
-  bench_json_object(&j, "results");
-  bench_json_uint(&j, "ops", total.ops);
-  bench_json_double(&j, "ops_per_s", time_s > 0 ? (double)total.ops / time_s : 0.0);
-  bench_json_double(&j, "time_s", time_s);
+  tx_report_config(&j, p.threads, &p.duration);
+  tx_report_results_begin(&j, total.ops, time_s);
   bench_json_uint(&j, "inserts", total.inserts);
   bench_json_uint(&j, "removes", total.removes);
   bench_json_uint(&j, "lookups", total.lookups);
-  tx_backend_json_result_counts(&j);
-  bench_json_end(&j);
-  tx_backend_json_stats(&j);
-  bench_json_memory(&j);
-  bench_json_bool(&j, "valid", valid);
-  if (!valid) bench_json_str(&j, "error", err);
-  bench_json_finish(&j);
+  tx_report_results_end(&j, valid, err);
 
   fprintf(stderr, "intset %s: %d threads, %.0f ops/s, allocator %s\n", p.ops->name, (int)p.threads,
-          time_s > 0 ? (double)total.ops / time_s : 0.0, bench_allocator_name());
-  tx_backend_describe(stderr);
-  if (!valid) fprintf(stderr, "intset: INVALID: %s\n", err);
+          tx_report_rate(total.ops, time_s), bench_allocator_name());
+  int status = tx_report_exit("intset", valid, err);
 
   p.ops->destroy(set);
   free(initial_keys);
   free(r.workers);
-  return valid ? 0 : 1;
+  return status;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "tx_backend.h"
 
 void tx_args_begin(tx_args *a, int argc, char **argv) {
   a->argc = argc;
@@ -46,4 +47,16 @@ bool tx_args_is(const tx_args *a, const char *name) {
     if (x != y) return false;
   }
   return *p == *q;
+}
+
+void tx_args_common(const tx_args *a, long *threads, double *duration, unsigned long long *seed) {
+  if (tx_args_is(a, "threads")) {
+    *threads = bench_parse_long("--threads", a->value, 1, 1024);
+  } else if (duration && tx_args_is(a, "duration")) {
+    *duration = bench_parse_double("--duration", a->value, 0.001, 1e6);
+  } else if (tx_args_is(a, "seed")) {
+    *seed = (unsigned long long)bench_parse_long("--seed", a->value, 0, __LONG_MAX__);
+  } else if (!tx_backend_flag(a->name, a->value)) {
+    bench_usage_error("unknown option --%s", a->name);
+  }
 }

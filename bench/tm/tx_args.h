@@ -24,4 +24,10 @@ bool tx_args_next(tx_args *a);
 /* True when the current option is `name` ('-' and '_' alike). */
 bool tx_args_is(const tx_args *a, const char *name);
 
+/* The options every workload shares, for the current option once the workload's own have
+ * been tried: --threads, --duration (only when `duration` is not NULL: a workload that
+ * runs a number of steps has none), --seed, then any TM/txalloc option (tx_backend_flag).
+ * Anything else is a usage error (exit 2). */
+void tx_args_common(const tx_args *a, long *threads, double *duration, unsigned long long *seed);
+
 #endif

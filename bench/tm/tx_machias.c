@@ -18,6 +18,7 @@
 #include "tx_api.h"
 #include "tx_args.h"
 #include "tx_backend.h"
+#include "tx_report.h"
 
 /* An object: the mailbox link, a tag (size and sequence number), then the pattern. */
 typedef struct object {
@@ -77,8 +78,6 @@ static void parse(int argc, char **argv, params *p) {
     if (tx_args_is(&a, "help")) {
       usage(stdout);
       exit(0);
-    } else if (tx_args_is(&a, "threads")) {
-      p->threads = bench_parse_long("--threads", a.value, 1, 1024);
     } else if (tx_args_is(&a, "ops")) {
       p->ops = bench_parse_long("--ops", a.value, 1, 1L << 40);
     } else if (tx_args_is(&a, "objects")) {
@@ -89,10 +88,8 @@ static void parse(int argc, char **argv, params *p) {
       p->min_size = bench_parse_long("--min-size", a.value, MIN_OBJECT, MAX_OBJECT);
     } else if (tx_args_is(&a, "max-size")) {
       p->max_size = bench_parse_long("--max-size", a.value, MIN_OBJECT, MAX_OBJECT);
-    } else if (tx_args_is(&a, "seed")) {
-      p->seed = (unsigned long long)bench_parse_long("--seed", a.value, 0, __LONG_MAX__);
-    } else if (!tx_backend_flag(a.name, a.value)) {
-      bench_usage_error("unknown option --%s", a.name);
+    } else {
+      tx_args_common(&a, &p->threads, NULL, &p->seed); /* a number of steps: no --duration */
     }
   }
   if (p->min_size > p->max_size)
@@ -274,30 +271,18 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "max_size", p.max_size);
   bench_json_uint(&j, "seed", p.seed);
   bench_json_end(&j);
-  bench_json_int(&j, "threads", p.threads);
-  bench_json_allocator(&j);
-  tx_backend_json_tm(&j);
-  bench_json_object(&j, "results");
-  bench_json_uint(&j, "ops", total.allocated);
-  bench_json_double(&j, "ops_per_s", time_s > 0 ? (double)total.allocated / time_s : 0.0);
-  bench_json_double(&j, "time_s", time_s);
+  tx_report_config(&j, p.threads, NULL);
+  tx_report_results_begin(&j, total.allocated, time_s);
   bench_json_uint(&j, "local_frees", total.local_frees);
   bench_json_uint(&j, "remote_frees", total.received);
-  tx_backend_json_result_counts(&j);
-  bench_json_end(&j);
-  tx_backend_json_stats(&j);
-  bench_json_memory(&j);
-  bench_json_bool(&j, "valid", valid);
-  if (!valid) bench_json_str(&j, "error", err);
-  bench_json_finish(&j);
+  tx_report_results_end(&j, valid, err);
 
   fprintf(stderr,
           "tx-machias: %d threads, %d%% sharing, %.3f s, %.0f allocations/s, allocator %s\n",
-          (int)p.threads, (int)p.sharing, time_s,
-          time_s > 0 ? (double)total.allocated / time_s : 0.0, bench_allocator_name());
-  tx_backend_describe(stderr);
-  if (!valid) fprintf(stderr, "tx-machias: INVALID: %s\n", err);
+          (int)p.threads, (int)p.sharing, time_s, tx_report_rate(total.allocated, time_s),
+          bench_allocator_name());
+  int status = tx_report_exit("tx-machias", valid, err);
   free(r.mailboxes);
   free(r.workers);
-  return valid ? 0 : 1;
+  return status;
 }
