@@ -102,7 +102,8 @@ static size_t validate(const tm_tx *tx) {
   for (size_t i = 0, n = tx->rn; i < n; i++) {
     uint64_t l = __atomic_load_n(r[i].lock, __ATOMIC_ACQUIRE);
     if (TM_LIKELY(l == r[i].seen)) continue;
-    if ((l & 1) && owned_by(tx, l) && lock_head(l)->saved == r[i].seen) continue;
+    if (!(l & 1) && tm_same_version(l, r[i].seen)) continue; /* restored (write-through) */
+    if ((l & 1) && owned_by(tx, l) && tm_same_version(lock_head(l)->saved, r[i].seen)) continue;
     return i;
   }
   return SIZE_MAX;
@@ -112,7 +113,7 @@ static _Noreturn void abort_validation(tm_tx *tx, size_t bad, tm_abort_cause cau
   tm_conflict_class cls = tm_classify_validation(tx, bad);
   unsigned level = tm_level_of_read(tx, bad);
   /* The reads before `bad` (all of the surviving levels' reads) are valid at `now`. */
-  if (level > 1) __atomic_store_n(&tx->end, now << 1, __ATOMIC_RELAXED);
+  if (level > 1) __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
   tm_abort_conflict(tx, level, cause, cls);
 }
 
@@ -130,8 +131,8 @@ static void extend_or_abort(tm_tx *tx, tm_abort_cause cause) {
     uint64_t now = clock_now();
     size_t bad = validate(tx);
     if (bad != SIZE_MAX) abort_validation(tx, bad, cause, now);
-    if (__atomic_compare_exchange_n(&tx->end, &before, now << 1, false, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED))
+    if (__atomic_compare_exchange_n(&tx->end, &before, tm_snapshot_bound(now), false,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
       break;
   }
   if (tm_cfg.cm == TM_CM_KILL) check_killed(tx);
@@ -455,7 +456,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
   tx->fast_load = tx->fast_ort && (tx->mode == TM_MODE_ETL_WB || tx->mode == TM_MODE_ETL_WT);
   uint64_t now = clock_now();
   __atomic_store_n(&tx->active_since, now, __ATOMIC_RELAXED); /* tm_request_validation */
-  __atomic_store_n(&tx->end, now << 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
   tx->rn = 0;
   tx->wn = 0;
   tx->ctl_locked = 0;
@@ -532,7 +533,7 @@ void stm_commit(tm_tx *tx) {
   if (tx->mode == TM_MODE_IRREVOCABLE) {
     if (tx->wn) {
       uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
-      release_all(tx, tx->wn, ts << 1);
+      release_all(tx, tx->wn, tm_version_word(ts));
     }
     stm_irrevocable_release(tx);
     return;
@@ -552,7 +553,8 @@ void stm_commit(tm_tx *tx) {
   /* Announce the commit before taking the timestamp (the RMW orders the store). */
   if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
   uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
-  if ((ts - 1) << 1 != __atomic_load_n(&tx->end, __ATOMIC_RELAXED)) { /* commits since */
+  if (tm_snapshot_bound(ts - 1) !=
+      __atomic_load_n(&tx->end, __ATOMIC_RELAXED)) { /* commits since */
     size_t bad = validate(tx);
     if (bad != SIZE_MAX) {
       tm_conflict_class cls = tm_classify_validation(tx, bad);
@@ -564,33 +566,35 @@ void stm_commit(tm_tx *tx) {
     tm_wentry *ws = tx->wset;
     for (size_t i = 0, n = tx->wn; i < n; i++) word_write(ws[i].addr, ws[i].value, ws[i].mask);
   }
-  release_all(tx, tx->wn, ts << 1);
+  release_all(tx, tx->wn, tm_version_word(ts));
   if (tm_cfg.privatization) privatization_barrier(tx, ts);
 }
 
 /* Write-through: restores the words written by entries [mark, wn) and releases (or
- * unlinks) their locks. Restored stripes get a new version, never their old one: a reader
- * may have seen our uncommitted bytes between two loads of an unchanged lock word. */
+ * unlinks) their locks. A restored stripe never gets its old lock word back: a reader may
+ * have seen our uncommitted bytes between two loads of an unchanged lock word. It gets the
+ * same version with the next incarnation (its content is that version's again, so other
+ * transactions' reads of it stay valid), or after 7 incarnations a new version. */
 static void rollback_in_place(tm_tx *tx, size_t mark) {
   tm_wentry *ws = tx->wset;
-  bool acquired = false;
-  for (size_t i = tx->wn; i-- > mark;) {
-    word_write(ws[i].addr, ws[i].value, ws[i].mask);
-    acquired |= ws[i].acquired != 0;
-  }
-  uint64_t version = 0;
-  if (acquired) version = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST) << 1;
+  for (size_t i = tx->wn; i-- > mark;) word_write(ws[i].addr, ws[i].value, ws[i].mask);
+  uint64_t fresh = 0; /* a new version word, taken once if some stripe needs one */
   for (size_t i = tx->wn; i-- > mark;) {
     if (!ws[i].acquired) {
       __atomic_store_n(ws[i].lock, (uint64_t)(uintptr_t)ws[i].next | 1, __ATOMIC_RELEASE);
       continue;
     }
-    /* Our surviving reads of this stripe saw the content we restored. */
-    for (size_t r = 0; r < tx->rn; r++)
-      if (tx->rset[r].lock == ws[i].lock && tx->rset[r].seen == ws[i].saved)
-        tx->rset[r].seen = version;
+    uint64_t word = ws[i].saved + 2; /* next incarnation */
+    if ((ws[i].saved & TM_INC_MASK) == TM_INC_MASK) {
+      if (!fresh) fresh = tm_version_word(__atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST));
+      word = fresh;
+      /* Our surviving reads of this stripe saw the content we restored. */
+      for (size_t r = 0; r < tx->rn; r++)
+        if (tx->rset[r].lock == ws[i].lock && tm_same_version(tx->rset[r].seen, ws[i].saved))
+          tx->rset[r].seen = word;
+    }
     if (tm_cfg.attribution) tm_record_commit(ws[i].lock, NULL, ws[i].saved);
-    __atomic_store_n(ws[i].lock, version, __ATOMIC_RELEASE);
+    __atomic_store_n(ws[i].lock, word, __ATOMIC_RELEASE);
   }
   tx->wn = mark;
 }

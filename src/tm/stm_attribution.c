@@ -29,7 +29,8 @@ static bool reads_hit_word(const tm_tx *tx, const tm_rentry *r, uintptr_t w) {
   uint64_t stripe = w >> tm_cfg.shift, bit = tm_word_bit(w);
   for (size_t i = 0; i < tx->rn; i++) {
     const tm_rentry *e = &tx->rset[i];
-    if (e->lock == r->lock && e->seen == r->seen && (e->info >> 16) == stripe && (e->info & bit))
+    if (e->lock == r->lock && tm_same_version(e->seen, r->seen) && (e->info >> 16) == stripe &&
+        (e->info & bit))
       return true;
   }
   return false;
@@ -38,8 +39,8 @@ static bool reads_hit_word(const tm_tx *tx, const tm_rentry *r, uintptr_t w) {
 static bool reads_hit_summary(const tm_tx *tx, const tm_rentry *r, uint64_t tag, uint64_t bits) {
   for (size_t i = 0; i < tx->rn; i++) {
     const tm_rentry *e = &tx->rset[i];
-    if (e->lock == r->lock && e->seen == r->seen && tm_stripe_tag(e->info >> 16) == tag &&
-        (e->info & bits))
+    if (e->lock == r->lock && tm_same_version(e->seen, r->seen) &&
+        tm_stripe_tag(e->info >> 16) == tag && (e->info & bits))
       return true;
   }
   return false;
@@ -85,7 +86,7 @@ static tm_conflict_class classify_by_summary(const tm_tx *tx, const tm_rentry *r
   uint64_t base = s >> 44, count = (s >> 40) & 15, tag = (s >> 32) & 0xff;
   uint64_t all = (s >> 16) & 0xffff, last = s & 0xffff;
   if (count == 0 || tag == TM_TAG_MIXED) return TM_CLASS_UNKNOWN;
-  uint64_t d = (((r->seen >> 1) & TM_SUMMARY_BASE_MASK) - base) & TM_SUMMARY_BASE_MASK;
+  uint64_t d = ((tm_word_version(r->seen) & TM_SUMMARY_BASE_MASK) - base) & TM_SUMMARY_BASE_MASK;
   if (d > TM_SUMMARY_BASE_MASK / 2) return TM_CLASS_UNKNOWN; /* we read before the window */
   if (d == 0) /* the window is exactly the commits since our read */
     return reads_hit_summary(tx, r, tag, all) ? TM_CLASS_TRUE : TM_CLASS_FALSE;
@@ -107,7 +108,7 @@ tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index) {
   }
   const tm_wentry *head = lock_head(l);
   uint64_t saved = __atomic_load_n(&head->saved, __ATOMIC_RELAXED);
-  if (owned_by(tx, l) || saved != r->seen) {
+  if (owned_by(tx, l) || !tm_same_version(saved, r->seen)) {
     /* Someone committed over the version we read, then the stripe was locked again (by us
      * or another): the summary still describes that commit until the holder releases. */
     uint64_t s = __atomic_load_n(summary, __ATOMIC_ACQUIRE);
@@ -144,7 +145,7 @@ void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
     s = (old & ~((UINT64_C(1) << 44) - 1)) | ((old_count + 1) << 40) | (t << 32) |
         (((old_all | bits) & 0xffff) << 16) | (bits & 0xffff);
   } else {
-    s = (((prev >> 1) & TM_SUMMARY_BASE_MASK) << 44) | (UINT64_C(1) << 40) | (tag << 32) |
+    s = ((tm_word_version(prev) & TM_SUMMARY_BASE_MASK) << 44) | (UINT64_C(1) << 40) | (tag << 32) |
         ((bits & 0xffff) << 16) | (bits & 0xffff);
   }
   __atomic_store_n(lock + 1, s, __ATOMIC_RELEASE);

@@ -50,17 +50,17 @@ typedef enum {
 
 /* ---- The ORT. Lock word layout (one uint64_t per lock):
  *
- *   unlocked:  | version (63 bits)                                      | 0 |
+ *   unlocked:  | version (60 bits)                     | incarnation (3 bits) | 0 |
  *   locked:    | address of the owner's newest write-set entry for it   | 1 |
  *
  * version: the commit timestamp (global clock value) of the last transaction that wrote
- * a stripe mapped to this lock. Write-set entries are 64-byte aligned, so bit 0 of their
- * address is free. The owner's entries for one lock form a chain (newest first) through
- * tm_wentry.next; the chain's last entry (`acquired`) took the lock and keeps the
- * unlocked word it replaced (`saved`, copied into every newer entry of the chain).
- * Entries live in a per-descriptor region that never moves or goes away, so another
- * thread may follow a lock word it read (to find the owner, or to classify a conflict)
- * even if the owner has moved on; it re-checks the lock word afterwards. ---- */
+ * a stripe mapped to this lock; incarnation: write-through rollbacks since (see below). Write-set
+ * entries are 64-byte aligned, so bit 0 of their address is free. The owner's entries for one lock
+ * form a chain (newest first) through tm_wentry.next; the chain's last entry (`acquired`) took the
+ * lock and keeps the unlocked word it replaced (`saved`, copied into every newer entry of the
+ * chain). Entries live in a per-descriptor region that never moves or goes away, so another thread
+ * may follow a lock word it read (to find the owner, or to classify a conflict) even if the owner
+ * has moved on; it re-checks the lock word afterwards. ---- */
 typedef struct tm_config {
   tm_backend_kind backend;
   tm_design design;
@@ -78,6 +78,22 @@ typedef struct tm_config {
   uint64_t *ort;            /* 2^ort_log2 entries */
 } tm_config;
 extern tm_config tm_cfg;
+
+/* Unlocked lock words: version << 4 | incarnation << 1. A write-through rollback restores
+ * the stripe's bytes and bumps the incarnation (not the version: the content is that of
+ * the version again), so a reader's re-check of the whole word catches the ABA while
+ * validation, which compares versions only, does not fail; after 7 incarnations the
+ * rollback takes a new version instead. */
+#define TM_VERSION_SHIFT 4
+#define TM_INC_MASK UINT64_C(0xE)
+static inline uint64_t tm_version_word(uint64_t version) { return version << TM_VERSION_SHIFT; }
+static inline uint64_t tm_word_version(uint64_t word) { return word >> TM_VERSION_SHIFT; }
+/* The snapshot bound `end` for a snapshot at clock value `now`: above every unlocked word
+ * of a version <= now, whatever its incarnation. */
+static inline uint64_t tm_snapshot_bound(uint64_t now) {
+  return tm_version_word(now) | TM_INC_MASK;
+}
+static inline bool tm_same_version(uint64_t a, uint64_t b) { return ((a ^ b) & ~TM_INC_MASK) == 0; }
 
 /* The global version clock, alone on its cache line. */
 typedef struct {
