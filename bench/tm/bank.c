@@ -61,12 +61,9 @@ static void parse(int argc, char **argv, params *p) {
                 .duration = 1.0,
                 .seed = 1};
   tx_args a;
-  tx_args_begin(&a, argc, argv);
+  tx_args_begin(&a, argc, argv, usage);
   while (tx_args_next(&a)) {
-    if (tx_args_is(&a, "help")) {
-      usage(stdout);
-      exit(0);
-    } else if (tx_args_is(&a, "accounts")) {
+    if (tx_args_is(&a, "accounts")) {
       p->accounts = bench_parse_long("--accounts", a.value, 2, 1L << 24);
     } else if (tx_args_is(&a, "read-all")) {
       p->read_all = bench_parse_long("--read-all", a.value, 0, 100);

@@ -73,12 +73,9 @@ static void parse(int argc, char **argv, params *p) {
                 .duration = 1.0,
                 .seed = 1};
   tx_args a;
-  tx_args_begin(&a, argc, argv);
+  tx_args_begin(&a, argc, argv, usage);
   while (tx_args_next(&a)) {
-    if (tx_args_is(&a, "help")) {
-      usage(stdout);
-      exit(0);
-    } else if (tx_args_is(&a, "structure")) {
+    if (tx_args_is(&a, "structure")) {
       const char *names[STRUCTURE_COUNT];
       for (int i = 0; i < STRUCTURE_COUNT; i++) names[i] = structures[i]->name;
       p->ops = structures[bench_parse_choice("--structure", a.value, names, STRUCTURE_COUNT)];

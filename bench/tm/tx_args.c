@@ -1,27 +1,30 @@
 /* tx_args.h: long options. */
 #include "tx_args.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "tx_backend.h"
 
-void tx_args_begin(tx_args *a, int argc, char **argv) {
+void tx_args_begin(tx_args *a, int argc, char **argv, void (*usage)(FILE *out)) {
   a->argc = argc;
   a->argv = argv;
   a->next = 1;
   a->name = NULL;
   a->value = NULL;
+  a->usage = usage;
+}
+
+static void help(const tx_args *a) {
+  a->usage(stdout);
+  exit(0);
 }
 
 bool tx_args_next(tx_args *a) {
   if (a->next >= a->argc) return false;
   const char *arg = a->argv[a->next++];
-  if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-    a->name = "help";
-    a->value = NULL;
-    return true;
-  }
+  if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) help(a);
   if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
     bench_usage_error("unexpected argument '%s'", arg);
   const char *name = arg + 2;
@@ -31,6 +34,7 @@ bool tx_args_next(tx_args *a) {
   memcpy(a->name_buf, name, len);
   a->name_buf[len] = '\0';
   a->name = a->name_buf;
+  if (tx_args_is(a, "help")) help(a); /* --help=... */
   if (eq) {
     a->value = eq + 1;
   } else {

@@ -6,20 +6,23 @@
 #define TXALLOC_BENCH_TX_ARGS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 typedef struct tx_args {
   int argc;
   char **argv;
   int next;          /* index of the next argv element to read */
   const char *name;  /* current option name without the leading "--" */
-  const char *value; /* its value, NULL for --help */
+  const char *value; /* its value */
+  void (*usage)(FILE *out);
   char name_buf[128];
 } tx_args;
 
-void tx_args_begin(tx_args *a, int argc, char **argv);
-/* Advances to the next option; false at the end. "--help"/"-h" yields name "help" and no
- * value; any other option takes a value (usage error when missing); a word that is not an
- * option is a usage error. */
+/* `usage` prints the workload's --help text. */
+void tx_args_begin(tx_args *a, int argc, char **argv, void (*usage)(FILE *out));
+/* Advances to the next option; false at the end. "--help"/"-h" prints the usage on stdout
+ * and exits 0; any other option takes a value (usage error when missing); a word that is
+ * not an option is a usage error. */
 bool tx_args_next(tx_args *a);
 /* True when the current option is `name` ('-' and '_' alike). */
 bool tx_args_is(const tx_args *a, const char *name);

@@ -73,12 +73,9 @@ static void parse(int argc, char **argv, params *p) {
                 .max_size = 128,
                 .seed = 1};
   tx_args a;
-  tx_args_begin(&a, argc, argv);
+  tx_args_begin(&a, argc, argv, usage);
   while (tx_args_next(&a)) {
-    if (tx_args_is(&a, "help")) {
-      usage(stdout);
-      exit(0);
-    } else if (tx_args_is(&a, "ops")) {
+    if (tx_args_is(&a, "ops")) {
       p->ops = bench_parse_long("--ops", a.value, 1, 1L << 40);
     } else if (tx_args_is(&a, "objects")) {
       p->objects = bench_parse_long("--objects", a.value, 1, 1L << 24);
