@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "txalloc/txalloc.h"
 #include "txalloc/txmem.h"
+#include "txmem_bench.h"
 
 static int threads = 2;
 static long txs = 20000;
@@ -172,7 +172,6 @@ int main(int argc, char **argv) {
                                            {"safe-reuse", required_argument, 0, 'u'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
-  char err[256];
   int c;
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (c) {
@@ -183,13 +182,8 @@ int main(int argc, char **argv) {
     case 's': share = (int)bench_parse_long("--share", optarg, 0, 100); break;
     case 'a': abort_pct = (int)bench_parse_long("--abort", optarg, 0, 100); break;
     case 'r': seed = (uint64_t)bench_parse_long("--seed", optarg, 0, 1L << 62); break;
-    case 't':
-      if (txalloc_option_set("txmem", optarg, err, sizeof err) != 0) bench_usage_error("%s", err);
-      break;
-    case 'u':
-      if (txalloc_option_set("safe_reuse", optarg, err, sizeof err) != 0)
-        bench_usage_error("%s", err);
-      break;
+    case 't': txmem_bench_option("txmem", optarg); break;
+    case 'u': txmem_bench_option("safe_reuse", optarg); break;
     case 'h': usage(stdout); return 0;
     default: bench_usage_error("unknown option");
     }
@@ -237,13 +231,7 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "abort", abort_pct);
   bench_json_uint(&j, "seed", seed);
   bench_json_end(&j);
-  bench_json_int(&j, "threads", threads);
-  bench_json_double(&j, "duration_s", elapsed);
-  bench_json_allocator(&j);
-  bench_json_object(&j, "txmem");
-  bench_json_str(&j, "strategy", txmem_strategy_name(strategy));
-  bench_json_bool(&j, "safe_reuse", txmem_safe_reuse());
-  bench_json_end(&j);
+  txmem_bench_json_config(&j, threads, &elapsed, strategy);
   bench_json_object(&j, "results");
   bench_json_int(&j, "ops", total);
   bench_json_double(&j, "ops_per_s", (double)total / elapsed);
@@ -251,14 +239,6 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "passed", atomic_load(&passed));
   bench_json_int(&j, "dropped", atomic_load(&dropped));
   bench_json_end(&j);
-  bench_json_object(&j, "txmem_stats");
-#define MACHIAS_STAT_(field, doc) bench_json_uint(&j, #field, s.field);
-  TXMEM_STATS_COUNTERS(MACHIAS_STAT_)
-  TXMEM_STATS_GAUGES(MACHIAS_STAT_)
-#undef MACHIAS_STAT_
-  bench_json_end(&j);
-  bench_json_memory(&j);
-  bench_json_bool(&j, "valid", valid);
-  bench_json_finish(&j);
+  txmem_bench_json_finish(&j, &s, valid);
   return valid ? 0 : 1;
 }

@@ -22,6 +22,7 @@
 #include "bench.h"
 #include "txalloc/txalloc.h"
 #include "txalloc/txmem.h"
+#include "txmem_bench.h"
 
 static size_t size = 64;
 static long pairs = 2000000;
@@ -110,17 +111,11 @@ int main(int argc, char **argv) {
                                            {"repeat", required_argument, 0, 'r'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
-  char err[256];
   int c;
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (c) {
-    case 't':
-      if (txalloc_option_set("txmem", optarg, err, sizeof err) != 0) bench_usage_error("%s", err);
-      break;
-    case 's':
-      if (txalloc_option_set("safe_reuse", optarg, err, sizeof err) != 0)
-        bench_usage_error("%s", err);
-      break;
+    case 't': txmem_bench_option("txmem", optarg); break;
+    case 's': txmem_bench_option("safe_reuse", optarg); break;
     case 'z': size = (size_t)bench_parse_long("--size", optarg, 1, 1 << 20); break;
     case 'p': pairs = bench_parse_long("--pairs", optarg, 1000, 1L << 40); break;
     case 'r': repeat = (int)bench_parse_long("--repeat", optarg, 1, 63); break;
@@ -158,12 +153,7 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "pairs", pairs);
   bench_json_int(&j, "repeat", repeat);
   bench_json_end(&j);
-  bench_json_int(&j, "threads", 1);
-  bench_json_allocator(&j);
-  bench_json_object(&j, "txmem");
-  bench_json_str(&j, "strategy", name);
-  bench_json_bool(&j, "safe_reuse", txmem_safe_reuse());
-  bench_json_end(&j);
+  txmem_bench_json_config(&j, 1, NULL, strategy);
   bench_json_object(&j, "results");
   bench_json_double(&j, "plain_pair_ns", plain);
   bench_json_double(&j, "outside_pair_ns", outside);
@@ -178,15 +168,7 @@ int main(int argc, char **argv) {
   bench_json_double(&j, "ratio_tx_alloc_1", (tx1 - empty) / plain);
   bench_json_double(&j, "ratio_tx_alloc_16", (tx16 - empty / 16) / plain);
   bench_json_end(&j);
-  bench_json_object(&j, "txmem_stats");
-#define TXMEM_BENCH_STAT_(field, doc) bench_json_uint(&j, #field, s.field);
-  TXMEM_STATS_COUNTERS(TXMEM_BENCH_STAT_)
-  TXMEM_STATS_GAUGES(TXMEM_BENCH_STAT_)
-#undef TXMEM_BENCH_STAT_
-  bench_json_end(&j);
-  bench_json_memory(&j);
-  bench_json_bool(&j, "valid", valid);
-  bench_json_finish(&j);
+  txmem_bench_json_finish(&j, &s, valid);
   (void)sink;
   return valid ? 0 : 1;
 }
