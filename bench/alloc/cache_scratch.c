@@ -3,57 +3,15 @@
  * hands object i to thread i, which frees it first. Then each thread repeatedly mallocs an
  * object, writes it `repetitions` times and frees it. An allocator that reuses the freed
  * neighbour for the thread that freed it keeps the threads on one line (passive false
- * sharing); one that returns frees to their owner's heap does not. */
-#include <stdlib.h>
-
-#include "false_sharing.h"
-#include "workload.h"
-
-static long threads = 2, iterations = 100000, size = 8, repetitions = 1000, seed = 1;
-
-static wl_option options[] = {
-    {"threads", &threads, 1, 1024, "threads"},
-    {"iterations", &iterations, 1, 1L << 40, "malloc/write/free cycles per thread"},
-    {"size", &size, 1, 1L << 20, "object size in bytes"},
-    {"repetitions", &repetitions, 1, 1L << 30, "times each object is written in full"},
-    {"seed", &seed, 0, 1L << 62, "varies the written values"},
-};
-static const wl_program program = {
-    "cache-scratch",
-    "Hoard's cache-scratch (passive false sharing): the main thread mallocs one object per\n"
-    "thread and gives it away; each thread frees it, then mallocs, writes (repetitions\n"
-    "times) and frees an object, iterations times.",
-    "iterations", options, sizeof options / sizeof options[0]};
-
-static void **initial; /* initial[i]: the main thread's object for thread i */
-
-static void worker(int index, void *arg) {
-  (void)arg;
-  unsigned salt = (unsigned)(seed + index);
-  if (!fs_check(initial[index], (size_t)size, 1, salt))
-    wl_corrupt("object from the main thread", initial[index], salt);
-  free(initial[index]);
-  for (long i = 0; i < iterations; i++) {
-    void *object = wl_malloc((size_t)size);
-    salt = (unsigned)(seed + index + i);
-    fs_write(object, (size_t)size, repetitions, salt);
-    if (!fs_check(object, (size_t)size, repetitions, salt))
-      wl_corrupt("object before free", object, salt);
-    free(object);
-  }
-}
+ * sharing); one that returns frees to their owner's heap does not.
+ * The run is cache_false_sharing.c's, with the passive start. */
+#include "cache_false_sharing.h"
 
 int main(int argc, char **argv) {
-  wl_parse(&program, argc, argv);
-  initial = wl_malloc((size_t)threads * sizeof *initial);
-  for (long t = 0; t < threads; t++) {
-    initial[t] = wl_malloc((size_t)size);
-    fs_write(initial[t], (size_t)size, 1, (unsigned)(seed + t));
-  }
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, NULL);
-  double time_s = bench_now() - start;
-  free(initial);
-  /* ops: malloc/write/free cycles */
-  return wl_report(&program, time_s, (uint64_t)iterations * (uint64_t)threads, NULL, NULL, true);
+  return cache_false_sharing_main(
+      argc, argv, "cache-scratch",
+      "Hoard's cache-scratch (passive false sharing): the main thread mallocs one object per\n"
+      "thread and gives it away; each thread frees it, then mallocs, writes (repetitions\n"
+      "times) and frees an object, iterations times.",
+      true);
 }
