@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
   --duration) duration=$2; shift 2 ;;
   --mode) mode=$2; shift 2 ;;
   --raw) raw=$2; shift 2 ;;
-  --help | -h) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --help | -h) sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --) shift; break ;;
   *) echo "compare_itm.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
