@@ -9,12 +9,25 @@
 #include <string.h>
 
 #include "txalloc/txalloc.h"
+#include "txmem/txmem_direct.h"
 #include "txmem/txmem_internal.h"
 
 /* ---- The plain path ---- */
 static inline void *plain_malloc(size_t size) {
-  if (txmem_config_get()->strategy == TXMEM_TXALLOC) return txalloc_malloc(size);
+  if (txmem_config_get()->strategy == TXMEM_TXALLOC) {
+    void *p = txmem_direct_take(size);
+    return TXMEM_LIKELY(p != NULL) ? p : txalloc_malloc(size);
+  }
   return malloc(size);
+}
+
+/* txalloc strategy: gives back an object of this thread's undo log (live, allocated by this
+ * thread in the running transaction) of `size` requested bytes. */
+static inline void release_own(void *ptr, size_t size) {
+  if (TXMEM_LIKELY(size <= TXMEM_DIRECT_SMALL_MAX))
+    txmem_direct_give_back(ptr);
+  else
+    txalloc_free(ptr);
 }
 
 static inline void plain_free(void *ptr) {
@@ -25,22 +38,36 @@ static inline void plain_free(void *ptr) {
 }
 
 /* ---- Levels ---- */
-void txmem_tx_begin(unsigned depth) {
-  txmem_thread *t = &txmem_tls;
-  if (TXMEM_UNLIKELY(!t->ready)) txmem_thread_setup(t);
-  if (TXMEM_UNLIKELY(depth != t->depth + 1))
-    txmem_contract_error("begin: depth must be the open levels + 1", depth, t->depth);
-  if (TXMEM_UNLIKELY(depth >= t->levels_cap))
-    t->levels = txmem_meta_grow(t->levels, &t->levels_cap, sizeof *t->levels, depth + 1);
+/* The hooks' common cases stay free of calls (the rare work is in noinline functions
+ * reached by tail calls), so that they need no stack frame. */
+static inline void begin_level(txmem_thread *t, unsigned depth) {
   uint64_t seq = ++t->ticket;
   t->levels[depth] = (txmem_level){seq, t->undo_len, t->commit_len};
   t->cur_seq = seq;
   t->cur_undo_start = t->undo_len;
   if (depth == 1) {
     if (TXMEM_UNLIKELY((++t->hot[TXMEM_HOT_transactions] & 255) == 0)) txmem_hot_publish(t);
-    if (txmem_cfg.safe_reuse) txmem_epoch_announce(t);
+    if (t->safe_reuse) txmem_epoch_announce(t);
   }
   t->depth = depth;
+}
+
+static __attribute__((noinline)) void begin_slow(txmem_thread *t, unsigned depth) {
+  if (!t->ready) txmem_thread_setup(t);
+  if (depth != t->depth + 1)
+    txmem_contract_error("begin: depth must be the open levels + 1", depth, t->depth);
+  if (depth >= t->levels_cap)
+    t->levels = txmem_meta_grow(t->levels, &t->levels_cap, sizeof *t->levels, depth + 1);
+  begin_level(t, depth);
+}
+
+void txmem_tx_begin(unsigned depth) {
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_UNLIKELY(!t->ready || depth != t->depth + 1 || depth >= t->levels_cap)) {
+    begin_slow(t, depth);
+    return;
+  }
+  begin_level(t, depth);
 }
 
 /* Level `depth` is the innermost again: refresh the cached copies. */
@@ -71,27 +98,36 @@ static void merge_child_frees(txmem_thread *t, const txmem_level *child,
   t->commit_len = w;
 }
 
-void txmem_tx_commit(unsigned depth) {
-  txmem_thread *t = &txmem_tls;
-  if (TXMEM_UNLIKELY(depth == 0 || depth != t->depth))
-    txmem_contract_error("commit: depth must be the innermost open level", depth, t->depth);
-  if (depth > 1) {
-    const txmem_level *child = &t->levels[depth];
-    if (t->commit_len > child->commit_start && txmem_cfg.strategy == TXMEM_TXALLOC)
-      merge_child_frees(t, child, &t->levels[depth - 1]);
-    t->depth = depth - 1;
-    level_current(t, depth - 1);
-    return;
-  }
-  t->depth = 0;
-  if (txmem_cfg.safe_reuse) txmem_epoch_retire_announcement(t);
-  if (TXMEM_LIKELY(t->undo_len == 0 && t->commit_len == 0)) return;
+/* Top-level commit of a transaction that allocated or freed. */
+static __attribute__((noinline)) void commit_top_logs(txmem_thread *t) {
   txmem_undo_reset(t);
   if (t->commit_len) {
     size_t n = t->commit_len;
     t->commit_len = 0;
     txmem_epoch_release_committed(t, t->commit, n);
   }
+}
+
+static __attribute__((noinline)) void commit_slow(txmem_thread *t, unsigned depth) {
+  if (depth == 0 || depth != t->depth)
+    txmem_contract_error("commit: depth must be the innermost open level", depth, t->depth);
+  /* depth >= 2 here: the top level's commit is txmem_tx_commit's own path. */
+  const txmem_level *child = &t->levels[depth];
+  if (t->commit_len > child->commit_start && t->txalloc)
+    merge_child_frees(t, child, &t->levels[depth - 1]);
+  t->depth = depth - 1;
+  level_current(t, depth - 1);
+}
+
+void txmem_tx_commit(unsigned depth) {
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_UNLIKELY(depth != 1 || t->depth != 1)) {
+    commit_slow(t, depth); /* nested levels and contract errors */
+    return;
+  }
+  t->depth = 0;
+  if (t->safe_reuse) txmem_epoch_retire_announcement(t);
+  if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
 }
 
 void txmem_tx_abort(unsigned depth) {
@@ -106,9 +142,13 @@ void txmem_tx_abort(unsigned depth) {
     for (size_t i = t->undo_len; i-- > undo_start;) {
       void *p = t->undo[i].ptr;
       if (!p) continue;
-      bytes += t->undo[i].size;
+      size_t size = t->undo[i].size;
+      bytes += size;
       released++;
-      txmem_backend_release(t, p);
+      if (t->txalloc)
+        release_own(p, size);
+      else
+        txmem_backend_release(t, p);
     }
     if (depth == 1)
       txmem_undo_reset(t);
@@ -120,7 +160,7 @@ void txmem_tx_abort(unsigned depth) {
   t->depth = depth - 1;
   if (depth > 1) {
     level_current(t, depth - 1);
-  } else if (txmem_cfg.safe_reuse) {
+  } else if (t->safe_reuse) {
     txmem_epoch_retire_announcement(t);
   }
 }
@@ -130,8 +170,7 @@ unsigned txmem_depth(void) { return txmem_tls.depth; }
 
 /* ---- Allocation ---- */
 static void *tx_malloc(txmem_thread *t, size_t size) {
-  void *p =
-      txmem_cfg.strategy == TXMEM_TXALLOC ? txalloc_malloc(size) : txmem_backend_malloc(t, size);
+  void *p = t->txalloc ? plain_malloc(size) : txmem_backend_malloc(t, size);
   if (TXMEM_UNLIKELY(!p)) return NULL;
   txmem_undo_push(t, p, size, t->cur_seq);
   t->hot[TXMEM_HOT_tx_mallocs]++;
@@ -141,7 +180,7 @@ static void *tx_malloc(txmem_thread *t, size_t size) {
 
 static void tx_free(txmem_thread *t, void *ptr) {
   t->hot[TXMEM_HOT_tx_frees]++;
-  if (txmem_cfg.strategy == TXMEM_TXALLOC) {
+  if (t->txalloc) {
     /* The common case first: the newest allocation, freed again (Figure 3). */
     size_t n = t->undo_len;
     size_t pos =
@@ -149,7 +188,7 @@ static void tx_free(txmem_thread *t, void *ptr) {
     if (pos != SIZE_MAX && t->undo[pos].seq >= t->cur_seq) {
       size_t size = t->undo[pos].size;
       txmem_undo_kill(t, pos, t->cur_undo_start);
-      txalloc_free(ptr);
+      release_own(ptr, size);
       t->hot[TXMEM_HOT_balanced_recycles]++;
       t->hot[TXMEM_HOT_balanced_bytes] += size;
       return;
@@ -163,12 +202,12 @@ static void tx_free(txmem_thread *t, void *ptr) {
 void *txmem_malloc(size_t size) {
   txmem_thread *t = &txmem_tls;
   if (TXMEM_LIKELY(t->depth == 0)) return plain_malloc(size);
-  /* Fast path (txalloc, room in the log's unindexed tail): allocate and append. */
+  /* Fast path (txalloc, room in the log's unindexed tail): allocate from the thread's bin
+   * and append. */
   size_t n = t->undo_len;
-  if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC && n < t->undo_cap &&
-                   n - t->indexed_upto < TXMEM_INDEX_PENDING)) {
-    void *p = txalloc_malloc(size);
-    if (TXMEM_UNLIKELY(!p)) return NULL;
+  if (TXMEM_LIKELY(t->txalloc && n < t->undo_cap && n - t->indexed_upto < TXMEM_INDEX_PENDING)) {
+    void *p = txmem_direct_take(size);
+    if (TXMEM_UNLIKELY(!p) && !(p = txalloc_malloc(size))) return NULL;
     t->undo[n] = (txmem_undo_entry){p, size, t->cur_seq};
     t->undo_len = n + 1;
     t->hot[TXMEM_HOT_tx_mallocs]++;
@@ -202,10 +241,11 @@ void txmem_free(void *ptr) {
     return;
   }
   /* Fast path (txalloc): the newest allocation, made by the current level (position >=
-   * cur_undo_start: balanced by I2) and not yet indexed, freed again (Figure 3). */
+   * cur_undo_start: balanced by I2) and not yet indexed, freed again (Figure 3): pop its
+   * entry and give the object straight back to the thread's bin. */
   size_t n = t->undo_len;
-  if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC && n > t->indexed_upto &&
-                   n > t->cur_undo_start && t->undo[n - 1].ptr == ptr)) {
+  if (TXMEM_LIKELY(t->txalloc && n > t->indexed_upto && n > t->cur_undo_start &&
+                   t->undo[n - 1].ptr == ptr)) {
     size_t size = t->undo[n - 1].size;
     t->undo_len = --n;
     if (TXMEM_UNLIKELY(n > t->cur_undo_start && !t->undo[n - 1].ptr)) {
@@ -218,7 +258,7 @@ void txmem_free(void *ptr) {
     t->hot[TXMEM_HOT_tx_frees]++;
     t->hot[TXMEM_HOT_balanced_recycles]++;
     t->hot[TXMEM_HOT_balanced_bytes] += size;
-    txalloc_free(ptr);
+    release_own(ptr, size);
     return;
   }
   tx_free(t, ptr);

@@ -1,24 +1,23 @@
 /* Safe reuse (McRT §4.2) without a daemon thread.
  *
- * g_epoch is McRT's currentFreeEpoch. A top-level transaction announces, in its thread's
+ * txmem_g_epoch is McRT's currentFreeEpoch. A top-level transaction announces, in its thread's
  * record, the epoch it began in (active_epoch; 0 = none). A batch of frees made visible by
- * a committed transaction (or txmem_retire) is tagged with E = fetch_add(g_epoch, 1) and
+ * a committed transaction (or txmem_retire) is tagged with E = fetch_add(txmem_g_epoch, 1) and
  * put at the tail of the thread's FIFO limbo. safeToFreeEpoch is computed on demand by the
  * freeing thread: the least announced epoch among running transactions (or "infinity");
  * an object tagged E is released when E < that minimum.
  *
- * Why that is safe (all operations on g_epoch and active_epoch are seq_cst):
+ * Why that is safe (all operations on txmem_g_epoch and active_epoch are seq_cst):
  *  - The unlink of the object is visible (the commit happened) before the freer's
  *    fetch_add that produced E.
- *  - A transaction that announced a > E loaded g_epoch from a write at or after that
- *    fetch_add in g_epoch's modification order, so its load synchronises with the freer's
+ *  - A transaction that announced a > E loaded txmem_g_epoch from a write at or after that
+ *    fetch_add in txmem_g_epoch's modification order, so its load synchronises with the freer's
  *    release (release sequences continue through RMWs): every read it makes afterwards sees
  *    the unlink; it can never obtain a pointer to the object.
  *  - A transaction seen as "not running" (0) by the freer's scan may be between loading
- *    g_epoch and announcing it. It announces, then loads g_epoch again and retries until
- *    both agree. Its announcement comes after the scan in the seq_cst order, hence after
- *    the fetch_add, so the re-load returns a value > E and the retry announces that value:
- *    case 2 again.
+ *    txmem_g_epoch and announcing it. It announces, then loads txmem_g_epoch again and retries
+ * until both agree. Its announcement comes after the scan in the seq_cst order, hence after the
+ * fetch_add, so the re-load returns a value > E and the retry announces that value: case 2 again.
  * So no transaction that could hold a pointer to the object is running when it is released.
  * Scans cost O(threads) and run only when the limbo grew by a batch since the last scan
  * (amortised O(1) per free). An idle or exited thread announces 0 and holds nothing back.
@@ -40,7 +39,7 @@
 
 #define SCAN_BATCH 64
 
-static _Atomic uint64_t g_epoch = 1;
+_Atomic uint64_t txmem_g_epoch = 1;
 
 static txmem_stale_hook g_stale_hook;
 static void *g_stale_arg;
@@ -54,7 +53,7 @@ static _Atomic size_t g_orphan_count; /* mirror of g_orphan_len for lock-free ch
 static _Atomic uint64_t g_orphan_bytes;
 
 uint64_t txmem_epoch_now(void);
-uint64_t txmem_epoch_now(void) { return atomic_load(&g_epoch); }
+uint64_t txmem_epoch_now(void) { return atomic_load(&txmem_g_epoch); }
 
 void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes);
 void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes) {
@@ -67,16 +66,6 @@ void txmem_set_stale_hook(txmem_stale_hook hook, void *arg) {
   g_stale_hook = hook;
   g_stale_arg = arg;
   pthread_mutex_unlock(&g_stale_lock);
-}
-
-void txmem_epoch_announce(txmem_thread *t) {
-  uint64_t e = atomic_load(&g_epoch);
-  for (;;) {
-    atomic_store(&t->rec->active_epoch, e);
-    uint64_t again = atomic_load(&g_epoch);
-    if (again == e) return;
-    e = again;
-  }
 }
 
 /* Least epoch announced by a running transaction; UINT64_MAX when none runs. */
@@ -198,7 +187,7 @@ void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n) {
       txmem_backend_release(t, ptrs[i]);
     }
   } else {
-    uint64_t e = atomic_fetch_add(&g_epoch, 1);
+    uint64_t e = atomic_fetch_add(&txmem_g_epoch, 1);
     for (size_t i = 0; i < n; i++) {
       size_t size = txmem_backend_usable(ptrs[i]);
       bytes += size;
@@ -215,7 +204,7 @@ void txmem_epoch_retire_one(txmem_thread *t, void *ptr) {
     txmem_backend_release(t, ptr);
     return;
   }
-  uint64_t e = atomic_fetch_add(&g_epoch, 1);
+  uint64_t e = atomic_fetch_add(&txmem_g_epoch, 1);
   limbo_push(t, ptr, txmem_backend_usable(ptr), e);
   limbo_grew(t);
 }

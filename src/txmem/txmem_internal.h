@@ -114,28 +114,34 @@ typedef struct txmem_limbo_entry {
 #define TXMEM_CACHE_DEPTH 64   /* objects per class */
 
 typedef struct txmem_thread {
+  /* First cache line: everything a malloc/free pair inside a transaction touches. */
   unsigned depth; /* 0 outside transactions: the only field the plain path reads */
   bool ready;
-  uint64_t ticket;
-  txmem_record *rec;
+  /* Copies of the configuration, taken at setup (valid once ready). */
+  bool txalloc;    /* strategy txalloc: balanced recycling, the allocator's shortcuts */
+  bool safe_reuse; /* announce epochs */
+  txmem_undo_entry *undo;
+  size_t undo_len, undo_cap;
+  /* Live undo entries below indexed_upto are in the index; the newest ones above it (at
+   * most TXMEM_INDEX_PENDING) are not yet: they are found by a short backward scan, so an
+   * object freed soon after its allocation (Figure 3) never touches the hash table. */
+  size_t indexed_upto;
   /* The innermost open level's seq and undo_start (copies of levels[depth]). */
   uint64_t cur_seq;
   size_t cur_undo_start;
+  uint64_t ticket;
+
+  txmem_record *rec;
   uint64_t hot[TXMEM_HOT_COUNT_];
   uint64_t hot_published_ops; /* tx_mallocs + tx_frees at the last publication */
 
   txmem_level *levels; /* levels[1..depth] */
   size_t levels_cap;
 
-  txmem_undo_entry *undo;
-  size_t undo_len, undo_cap, undo_dead;
+  size_t undo_dead;
 
   txmem_index_slot *index;
   size_t index_mask, index_count; /* capacity = mask + 1, 0 when not allocated */
-  /* Live undo entries below indexed_upto are in the index; the newest ones above it (at
-   * most TXMEM_INDEX_PENDING) are not yet: they are found by a short backward scan, so an
-   * object freed soon after its allocation (Figure 3) never touches the hash table. */
-  size_t indexed_upto;
 
   void **commit;
   size_t commit_len, commit_cap;
@@ -209,8 +215,20 @@ void txmem_backend_release(txmem_thread *t, void *ptr);   /* really free (or cac
 size_t txmem_backend_usable(const void *ptr);
 void txmem_cache_flush(txmem_thread *t);
 
-/* txmem_epoch.c */
-void txmem_epoch_announce(txmem_thread *t);
+/* txmem_epoch.c (the reasoning is there) */
+extern _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
+/* Announces the epoch the top-level transaction begins in. The store must be ordered before
+ * the re-load (store-load): an exchange is a full barrier on x86-64 and cheaper than the
+ * mov + mfence a seq_cst store compiles to. */
+static inline void txmem_epoch_announce(txmem_thread *t) {
+  uint64_t e = atomic_load(&txmem_g_epoch);
+  for (;;) {
+    atomic_exchange(&t->rec->active_epoch, e);
+    uint64_t again = atomic_load(&txmem_g_epoch);
+    if (TXMEM_LIKELY(again == e)) return;
+    e = again;
+  }
+}
 static inline void txmem_epoch_retire_announcement(txmem_thread *t) {
   atomic_store_explicit(&t->rec->active_epoch, 0, memory_order_release);
 }

@@ -96,7 +96,9 @@ void txmem_hot_publish(txmem_thread *t) {
 
 txmem_thread *txmem_thread_setup(txmem_thread *t) {
   if (t->ready) return t;
-  txmem_config_get();
+  const txmem_config *cfg = txmem_config_get();
+  t->txalloc = cfg->strategy == TXMEM_TXALLOC;
+  t->safe_reuse = cfg->safe_reuse;
   t->rec = record_acquire();
   /* A reused record keeps its totals: continue counting from them. */
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++) t->hot[i] = t->rec->counters[hot_to_counter[i]];
