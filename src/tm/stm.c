@@ -37,6 +37,14 @@ static inline uint64_t clock_now(void) {
 }
 
 /* ---- Set-up ---- */
+static tm_mode design_mode(void) {
+  switch (tm_cfg.design) {
+  case TM_DESIGN_ETL_WT: return TM_MODE_ETL_WT;
+  case TM_DESIGN_CTL_WB: return TM_MODE_CTL_WB;
+  default: return TM_MODE_ETL_WB;
+  }
+}
+
 void stm_thread_init(tm_tx *tx) {
   /* The fast load path's copy of the address-to-lock map (shift-mask only): the lock of a
    * word is ort_base + ((w >> ort_rshift) & ort_amask) when the stripe shift is at least
@@ -46,6 +54,10 @@ void stm_thread_init(tm_tx *tx) {
   tx->ort_base = (char *)tm_cfg.ort;
   tx->ort_rshift = tm_cfg.shift - (tx->fast_ort ? tm_cfg.ort_stride : 0);
   tx->ort_amask = tm_cfg.ort_mask << tm_cfg.ort_stride;
+  /* What every revocable attempt starts with (stm_begin). */
+  tx->begin_mode = design_mode();
+  tx->begin_fast_load =
+      tx->fast_ort && (tx->begin_mode == TM_MODE_ETL_WB || tx->begin_mode == TM_MODE_ETL_WT);
   tx->rcap = 1024;
   tx->rset = malloc((tx->rcap + 1) * sizeof *tx->rset);
   if (tx->rset) {
@@ -435,35 +447,33 @@ bool stm_try_become_irrevocable(tm_tx *tx) {
   return true;
 }
 
-static tm_mode design_mode(void) {
-  switch (tm_cfg.design) {
-  case TM_DESIGN_ETL_WT: return TM_MODE_ETL_WT;
-  case TM_DESIGN_CTL_WB: return TM_MODE_CTL_WB;
-  default: return TM_MODE_ETL_WB;
-  }
-}
-
 void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
-  if (irrevocable) {
+  if (TM_UNLIKELY(irrevocable)) {
     stm_irrevocable_acquire(tx);
     tx->mode = TM_MODE_IRREVOCABLE;
+    tx->fast_load = false;
   } else {
     /* New transactions wait while an irrevocable one runs (it would make them abort). */
-    for (unsigned i = 0; __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE); i++)
+    for (unsigned i = 0; TM_UNLIKELY(__atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE)); i++)
       tm_pause_or_yield(i);
-    tx->mode = design_mode();
+    tx->mode = tx->begin_mode;
+    tx->fast_load = tx->begin_fast_load;
   }
-  tx->fast_load = tx->fast_ort && (tx->mode == TM_MODE_ETL_WB || tx->mode == TM_MODE_ETL_WT);
   uint64_t now = clock_now();
   __atomic_store_n(&tx->active_since, now, __ATOMIC_RELAXED); /* tm_request_validation */
   __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
   tx->rn = 0;
   tx->wn = 0;
   tx->ctl_locked = 0;
-  if (tx->mode == TM_MODE_CTL_WB && tx->bloom) ctl_index_rebuild(tx, 0);
-  if (fresh) __atomic_store_n(&tx->prio, (now << 16) | (tx->id & 0xffff), __ATOMIC_RELAXED);
+  /* bloom is only ever set under CTL (ctl_store). */
+  if (TM_UNLIKELY(tx->bloom) && tx->mode == TM_MODE_CTL_WB) ctl_index_rebuild(tx, 0);
   __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
-  __atomic_store_n(&tx->status, TM_STATUS_ACTIVE, __ATOMIC_RELEASE);
+  /* prio and status are read and changed only by the kill contention manager: under any
+   * other cm, status stays TM_STATUS_ACTIVE (its initial value) and prio is never read. */
+  if (tm_cfg.cm == TM_CM_KILL) {
+    if (fresh) __atomic_store_n(&tx->prio, (now << 16) | (tx->id & 0xffff), __ATOMIC_RELAXED);
+    __atomic_store_n(&tx->status, TM_STATUS_ACTIVE, __ATOMIC_RELEASE);
+  }
 }
 
 /* CTL: take the locks of every buffered word; entries of one lock form its chain. */

@@ -167,37 +167,40 @@ typedef struct tm_wslot {
 enum { TM_STATUS_ACTIVE = 0, TM_STATUS_COMMITTING = 1, TM_STATUS_KILLED = 2 };
 
 typedef struct tm_tx {
-  /* ---- hot: the owner's fast path ---- */
+  /* ---- hot: the owner's fast paths. The first cache line holds everything the inlined
+   * load (stm_load_word_fast) touches; the second what begin/commit and stores touch. ---- */
   tm_mode mode;
-  bool fast_load; /* ETL design and fast_ort: tm_load_u64 may take the inlined path */
-  bool fast_ort;  /* the map below is valid (shift-mask hash, shift >= ort_stride) */
+  bool fast_load;       /* ETL design and fast_ort: tm_load_u64 may take the inlined path */
+  bool fast_ort;        /* the map below is valid (shift-mask hash, shift >= ort_stride) */
+  bool begin_fast_load; /* fast_load for a revocable attempt (stm_thread_init) */
   unsigned ort_rshift;
+  unsigned depth; /* current nesting depth (0 = outside) */
   uint64_t ort_amask;
   char *ort_base;
-  unsigned depth;  /* current nesting depth (0 = outside) */
-  unsigned wlevel; /* level stamped on new write entries (depth; 1 when flat) */
-  uint64_t end;    /* snapshot: valid for versions <= end (as a lock word: end << 1) */
+  uint64_t end; /* snapshot: valid for versions <= end (as a lock word: end << 1) */
   tm_rentry *rset;
   size_t rn, rcap;
-  tm_wentry *wset; /* reserved region of TM_WSET_MAX entries */
-  size_t wn;
-  uint64_t bloom; /* CTL: bit (addr >> 3) & 63 of each written word */
-  tm_wslot *wslots;
-  size_t wslot_mask;
-  uint32_t wepoch;
-  size_t ctl_locked;   /* CTL commit: entries [0, ctl_locked) have been linked into locks */
-  uint64_t *wait_lock; /* cm=wait: after this abort, wait until the lock is not wait_word */
-  uint64_t wait_word;
 
+  tm_mode begin_mode; /* the mode of a revocable attempt (the configured design) */
+  unsigned wlevel;    /* level stamped on new write entries (depth; 1 when flat) */
+  tm_wentry *wset;    /* reserved region of TM_WSET_MAX entries */
+  size_t wn;
   tm_level **levels; /* levels[d] for d in [1, level_cap) */
   unsigned level_cap;
-
   unsigned top_retries;   /* aborts of the current top-level transaction so far */
   unsigned top_conflicts; /* of which conflict aborts (irrevocable_after counts these: a
                              transaction waiting with tm_restart must not go serial) */
   bool want_irrevocable;  /* next top-level attempt runs irrevocably */
   bool irrevocable_stat;  /* this attempt counts as irrevocable (lock backend) */
-  uint64_t rng;           /* backoff randomisation */
+  uint64_t bloom;         /* CTL: bit (addr >> 3) & 63 of each written word */
+  size_t ctl_locked;      /* CTL commit: entries [0, ctl_locked) have been linked into locks */
+
+  tm_wslot *wslots;
+  size_t wslot_mask;
+  uint32_t wepoch;
+  uint64_t *wait_lock; /* cm=wait: after this abort, wait until the lock is not wait_word */
+  uint64_t wait_word;
+  uint64_t rng; /* backoff randomisation */
 
   tm_stats stats; /* this thread's counters; others read them with relaxed loads */
 
@@ -207,11 +210,14 @@ typedef struct tm_tx {
   uint64_t prio;          /* start time of the first attempt (older wins under cm=kill) */
   uint64_t attempt;       /* incremented at each top-level begin (attribution re-checks it) */
   uint64_t active_since;  /* clock at top-level begin, UINT64_MAX outside a transaction */
-  uint64_t wb_ts;         /* privatization: timestamp being written back, TM_WB_PENDING, or 0 */
   struct tm_tx *all_next; /* list of every descriptor ever made (never freed) */
   struct tm_tx *free_next;
   bool live;
   unsigned id; /* creation order, from 1 */
+  /* privatization: timestamp being written back, TM_WB_PENDING, or 0. Every write commit
+   * of every thread reads it: alone on its line, so that those reads miss only after this
+   * thread's own write commits, not after each of its begins. */
+  _Alignas(TM_CACHE_LINE) uint64_t wb_ts;
 } tm_tx;
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));

@@ -271,11 +271,12 @@ void tm_commit_(void) {
     return;
   }
   bool read_only = tx->wn == 0;
-  bool irrevocable = tx->mode == TM_MODE_IRREVOCABLE || tx->irrevocable_stat;
-  if (tx->mode == TM_MODE_LOCK)
+  tm_mode mode = tx->mode;
+  bool irrevocable = mode == TM_MODE_IRREVOCABLE || tx->irrevocable_stat;
+  if (mode == TM_MODE_LOCK)
     tm_lock_commit(tx);
-  else
-    stm_commit(tx);
+  else if (!read_only || mode == TM_MODE_IRREVOCABLE)
+    stm_commit(tx); /* a revocable read-only attempt is consistent at `end` (LSA): nothing to do */
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
   tx->fast_load = false;
@@ -312,7 +313,6 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
     stm_rollback(tx, level);
   if (level == 1) {
     tx->mode = TM_MODE_NONE;
-    tx->fast_load = false;
     tx->fast_load = false;
     __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   }
