@@ -37,6 +37,9 @@ static inline uint64_t clock_now(void) {
 }
 
 /* ---- Set-up ---- */
+_Static_assert(offsetof(tm_tx, rcap) + sizeof(size_t) <= TM_CACHE_LINE,
+               "the fields of the load fast path share the descriptor's first cache line");
+
 static tm_mode design_mode(void) {
   switch (tm_cfg.design) {
   case TM_DESIGN_ETL_WT: return TM_MODE_ETL_WT;
@@ -54,6 +57,8 @@ void stm_thread_init(tm_tx *tx) {
   tx->ort_base = (char *)tm_cfg.ort;
   tx->ort_rshift = tm_cfg.shift - (tx->fast_ort ? tm_cfg.ort_stride : 0);
   tx->ort_amask = tm_cfg.ort_mask << tm_cfg.ort_stride;
+  tx->info_shift = tm_cfg.shift;
+  tx->word_mask = (uint8_t)tm_cfg.word_index_mask;
   /* What every revocable attempt starts with (stm_begin). */
   tx->begin_mode = design_mode();
   tx->begin_fast_load =

@@ -57,7 +57,7 @@ static inline tm_wentry *lock_head(uint64_t l) { return (tm_wentry *)(uintptr_t)
 void stm_rset_grow(tm_tx *tx);
 /* rset[-1] is a sentinel (lock NULL), so the previous entry can always be inspected. */
 static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t w) {
-  uint64_t info = tm_read_info(w);
+  uint64_t info = tm_read_info_tx(tx, w);
   tm_rentry *last = &tx->rset[tx->rn - 1];
   if (last->lock == lock && last->seen == seen && ((last->info ^ info) >> 16) == 0) {
     last->info |= info;
@@ -81,7 +81,7 @@ static inline __attribute__((always_inline)) uint64_t stm_load_word_fast(tm_tx *
   if (TM_LIKELY(l <= __atomic_load_n(&tx->end, __ATOMIC_RELAXED) && !(l & 1))) {
     uint64_t v = word_read(w);
     if (TM_LIKELY(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l)) {
-      uint64_t info = tm_read_info(w);
+      uint64_t info = tm_read_info_tx(tx, w);
       tm_rentry *last = &tx->rset[tx->rn - 1];
       if (last->lock == lock && last->seen == l && ((last->info ^ info) >> 16) == 0) {
         last->info |= info;

@@ -173,8 +173,9 @@ typedef struct tm_tx {
   bool fast_load;       /* ETL design and fast_ort: tm_load_u64 may take the inlined path */
   bool fast_ort;        /* the map below is valid (shift-mask hash, shift >= ort_stride) */
   bool begin_fast_load; /* fast_load for a revocable attempt (stm_thread_init) */
+  uint8_t word_mask;    /* tm_cfg.word_index_mask (tm_read_info_tx) */
   unsigned ort_rshift;
-  unsigned depth; /* current nesting depth (0 = outside) */
+  unsigned info_shift; /* tm_cfg.shift (tm_read_info_tx) */
   uint64_t ort_amask;
   char *ort_base;
   uint64_t end; /* snapshot: valid for versions <= end (as a lock word: end << 1) */
@@ -182,6 +183,7 @@ typedef struct tm_tx {
   size_t rn, rcap;
 
   tm_mode begin_mode; /* the mode of a revocable attempt (the configured design) */
+  unsigned depth;     /* current nesting depth (0 = outside) */
   unsigned wlevel;    /* level stamped on new write entries (depth; 1 when flat) */
   tm_wentry *wset;    /* reserved region of TM_WSET_MAX entries */
   size_t wn;
@@ -219,6 +221,11 @@ typedef struct tm_tx {
    * thread's own write commits, not after each of its begins. */
   _Alignas(TM_CACHE_LINE) uint64_t wb_ts;
 } tm_tx;
+
+/* tm_read_info (below) from the descriptor's copies: the load fast path touches one line. */
+static inline uint64_t tm_read_info_tx(const tm_tx *tx, uintptr_t w) {
+  return ((uint64_t)(w >> tx->info_shift) << 16) | (UINT64_C(1) << ((w >> 3) & tx->word_mask));
+}
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
 
