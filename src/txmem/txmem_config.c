@@ -1,5 +1,8 @@
 /* The layer's configuration, read from the options table once, at the first use. */
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "txmem/txmem_internal.h"
 #include "util/options.h"
@@ -11,7 +14,17 @@ static void config_read(void) {
   txmem_cfg.strategy = (int)txalloc_opt(TXALLOC_OPT_TXMEM);
   txmem_cfg.safe_reuse = txalloc_opt(TXALLOC_OPT_SAFE_REUSE) != 0;
   txmem_cfg.limbo_max = (size_t)txalloc_opt(TXALLOC_OPT_TXMEM_LIMBO_MAX);
+  txmem_cfg.asym_fence = txmem_cfg.safe_reuse && txalloc_opt(TXALLOC_OPT_TXMEM_MEMBARRIER) &&
+                         txmem_asym_fence_register();
   atomic_store_explicit(&txmem_cfg_ready, 1, memory_order_release);
+}
+
+bool txmem_asym_fence_register(void) {
+#if defined(__SANITIZE_THREAD__) || !defined(SYS_membarrier)
+  return false;
+#else
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#endif
 }
 
 /* pthread_once never allocates: safe before malloc works. */

@@ -19,6 +19,18 @@
  * until both agree. Its announcement comes after the scan in the seq_cst order, hence after the
  * fetch_add, so the re-load returns a value > E and the retry announces that value: case 2 again.
  * So no transaction that could hold a pointer to the object is running when it is released.
+ *
+ * Asymmetric variant (txmem_cfg.asym_fence, the default where the kernel offers expedited
+ * membarrier): the announcement is a plain store, so the only ordering the argument needs
+ * that it loses — the announcing thread's store before its re-load of g_epoch (store-load)
+ * — is restored on the reclaiming side: each scan first runs membarrier(PRIVATE_EXPEDITED),
+ * which returns only after every thread of the process passed a full barrier. For a
+ * transaction T and a scan S after the freer's fetch_add: if T's store was before T's
+ * barrier, S reads it (the first two cases above); otherwise T's re-load comes after T's barrier,
+ * which follows the fetch_add (the scan's own membarrier orders it), so the re-load returns
+ * a value > E and T retries with it: T can never obtain a pointer to the object. This
+ * moves the full barrier from every top-level begin to every scan (one per 64 frees at
+ * most). ThreadSanitizer does not model membarrier: its builds keep the seq_cst exchange.
  * Scans cost O(threads) and run only when the limbo grew by a batch since the last scan
  * (amortised O(1) per free). An idle or exited thread announces 0 and holds nothing back.
  *
@@ -30,12 +42,16 @@
  *
  * Exited threads hand their limbo to a global orphan list (under a mutex); scans of other
  * threads release the orphans whose epoch became safe. */
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "txmem/txmem_internal.h"
+#include "util/message.h"
 
 #define SCAN_BATCH 64
 
@@ -68,8 +84,20 @@ void txmem_set_stale_hook(txmem_stale_hook hook, void *arg) {
   pthread_mutex_unlock(&g_stale_lock);
 }
 
+/* With asym_fence, announcements are plain stores: before reading them, make every thread
+ * of the process pass a full barrier (membarrier). */
+static void scan_barrier(void) {
+#if !defined(__SANITIZE_THREAD__) && defined(SYS_membarrier)
+  if (txmem_cfg.asym_fence && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) {
+    txalloc_message("txmem: membarrier failed after registration; cannot reclaim safely");
+    abort();
+  }
+#endif
+}
+
 /* Least epoch announced by a running transaction; UINT64_MAX when none runs. */
 static uint64_t oldest_running_epoch(void) {
+  scan_barrier();
   uint64_t min = UINT64_MAX;
   for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
     uint64_t a = atomic_load(&r->active_epoch);

@@ -40,11 +40,17 @@
 typedef struct txmem_config {
   int strategy; /* txmem_strategy */
   bool safe_reuse;
+  /* Announcements are plain stores, and reclamation scans run membarrier (see
+   * txmem_epoch.c): safe_reuse and MEMBARRIER_CMD_PRIVATE_EXPEDITED registered. */
+  bool asym_fence;
   size_t limbo_max; /* high-water mark of one thread's limbo, in objects */
 } txmem_config;
 extern txmem_config txmem_cfg;
 extern _Atomic int txmem_cfg_ready;
 void txmem_config_init_slow(void);
+/* Registers the process for expedited membarrier; false when the kernel refuses (or in
+ * ThreadSanitizer builds, which do not model it). */
+bool txmem_asym_fence_register(void);
 static inline const txmem_config *txmem_config_get(void) {
   if (TXMEM_UNLIKELY(!atomic_load_explicit(&txmem_cfg_ready, memory_order_acquire)))
     txmem_config_init_slow();
@@ -120,6 +126,7 @@ typedef struct txmem_thread {
   /* Copies of the configuration, taken at setup (valid once ready). */
   bool txalloc;    /* strategy txalloc: balanced recycling, the allocator's shortcuts */
   bool safe_reuse; /* announce epochs */
+  bool asym_fence; /* ... with a plain store (txmem_config.asym_fence) */
   txmem_undo_entry *undo;
   size_t undo_len, undo_cap;
   /* Live undo entries below indexed_upto are in the index; the newest ones above it (at
@@ -217,13 +224,22 @@ void txmem_cache_flush(txmem_thread *t);
 
 /* txmem_epoch.c (the reasoning is there) */
 extern _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
-/* Announces the epoch the top-level transaction begins in. The store must be ordered before
- * the re-load (store-load): an exchange is a full barrier on x86-64 and cheaper than the
- * mov + mfence a seq_cst store compiles to. */
+/* Announces the epoch the top-level transaction begins in (inline: one per top-level
+ * begin). The store must be ordered before the re-load (store-load). Without asym_fence:
+ * a seq_cst exchange (xchg, a full barrier: the largest single cost of an empty
+ * transaction). With it: a plain store, kept before the re-load by the compiler barrier,
+ * and by the CPU only as far as the reclaiming side needs it: its scan first runs
+ * membarrier, which makes every thread of the process pass a full barrier (txmem_epoch.c
+ * gives the argument). */
 static inline void txmem_epoch_announce(txmem_thread *t) {
   uint64_t e = atomic_load(&txmem_g_epoch);
   for (;;) {
-    atomic_exchange(&t->rec->active_epoch, e);
+    if (TXMEM_LIKELY(t->asym_fence)) {
+      atomic_store_explicit(&t->rec->active_epoch, e, memory_order_relaxed);
+      atomic_signal_fence(memory_order_seq_cst);
+    } else {
+      atomic_exchange(&t->rec->active_epoch, e);
+    }
     uint64_t again = atomic_load(&txmem_g_epoch);
     if (TXMEM_LIKELY(again == e)) return;
     e = again;

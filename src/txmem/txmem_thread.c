@@ -31,6 +31,12 @@ static void atfork_child(void) {
     atomic_store(&r->in_use, 0);
   }
   txmem_epoch_atfork_child();
+  /* The child is a new process: register it again; on refusal its only thread (this one)
+   * announces with the barrier (its own announcements precede its own scans anyway). */
+  if (txmem_cfg.asym_fence && !txmem_asym_fence_register()) {
+    txmem_cfg.asym_fence = false;
+    txmem_tls.asym_fence = false;
+  }
 }
 
 static void exit_key_create(void) {
@@ -99,6 +105,7 @@ txmem_thread *txmem_thread_setup(txmem_thread *t) {
   const txmem_config *cfg = txmem_config_get();
   t->txalloc = cfg->strategy == TXMEM_TXALLOC;
   t->safe_reuse = cfg->safe_reuse;
+  t->asym_fence = cfg->asym_fence;
   t->rec = record_acquire();
   /* A reused record keeps its totals: continue counting from them. */
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++) t->hot[i] = t->rec->counters[hot_to_counter[i]];
