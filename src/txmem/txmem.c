@@ -12,13 +12,42 @@
 #include "txmem/txmem_direct.h"
 #include "txmem/txmem_internal.h"
 
-/* ---- The plain path ---- */
+/* ---- The plain path ----
+ * The fast paths of this file end in tail calls only (rare work in noinline functions), so
+ * that they need no stack frame. */
+static void *plain_malloc_first(size_t size);
+static void plain_free_first(void *ptr);
+
 static inline void *plain_malloc(size_t size) {
-  if (txmem_config_get()->strategy == TXMEM_TXALLOC) {
+  if (TXMEM_UNLIKELY(!atomic_load_explicit(&txmem_cfg_ready, memory_order_acquire)))
+    return plain_malloc_first(size);
+  if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC)) {
     void *p = txmem_direct_take(size);
-    return TXMEM_LIKELY(p != NULL) ? p : txalloc_malloc(size);
+    if (TXMEM_LIKELY(p != NULL)) return p;
+    return txalloc_malloc(size);
   }
   return malloc(size);
+}
+
+static inline void plain_free(void *ptr) {
+  if (TXMEM_UNLIKELY(!atomic_load_explicit(&txmem_cfg_ready, memory_order_acquire))) {
+    plain_free_first(ptr);
+    return;
+  }
+  if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC))
+    txalloc_free(ptr);
+  else
+    free(ptr);
+}
+
+/* The first use of the layer in the process: read the configuration. */
+static __attribute__((noinline)) void *plain_malloc_first(size_t size) {
+  txmem_config_init_slow();
+  return plain_malloc(size);
+}
+static __attribute__((noinline)) void plain_free_first(void *ptr) {
+  txmem_config_init_slow();
+  plain_free(ptr);
 }
 
 /* txalloc strategy: gives back an object of this thread's undo log (live, allocated by this
@@ -28,13 +57,6 @@ static inline void release_own(void *ptr, size_t size) {
     txmem_direct_give_back(ptr);
   else
     txalloc_free(ptr);
-}
-
-static inline void plain_free(void *ptr) {
-  if (txmem_config_get()->strategy == TXMEM_TXALLOC)
-    txalloc_free(ptr);
-  else
-    free(ptr);
 }
 
 /* ---- Levels ---- */
@@ -169,7 +191,7 @@ bool txmem_in_tx(void) { return txmem_tls.depth != 0; }
 unsigned txmem_depth(void) { return txmem_tls.depth; }
 
 /* ---- Allocation ---- */
-static void *tx_malloc(txmem_thread *t, size_t size) {
+static __attribute__((noinline)) void *tx_malloc(txmem_thread *t, size_t size) {
   void *p = t->txalloc ? plain_malloc(size) : txmem_backend_malloc(t, size);
   if (TXMEM_UNLIKELY(!p)) return NULL;
   txmem_undo_push(t, p, size, t->cur_seq);
@@ -178,7 +200,7 @@ static void *tx_malloc(txmem_thread *t, size_t size) {
   return p;
 }
 
-static void tx_free(txmem_thread *t, void *ptr) {
+static __attribute__((noinline)) void tx_free(txmem_thread *t, void *ptr) {
   t->hot[TXMEM_HOT_tx_frees]++;
   if (t->txalloc) {
     /* The common case first: the newest allocation, freed again (Figure 3). */
@@ -207,7 +229,7 @@ void *txmem_malloc(size_t size) {
   size_t n = t->undo_len;
   if (TXMEM_LIKELY(t->txalloc && n < t->undo_cap && n - t->indexed_upto < TXMEM_INDEX_PENDING)) {
     void *p = txmem_direct_take(size);
-    if (TXMEM_UNLIKELY(!p) && !(p = txalloc_malloc(size))) return NULL;
+    if (TXMEM_UNLIKELY(!p)) return tx_malloc(t, size); /* refill, large, no heap yet */
     t->undo[n] = (txmem_undo_entry){p, size, t->cur_seq};
     t->undo_len = n + 1;
     t->hot[TXMEM_HOT_tx_mallocs]++;
