@@ -20,7 +20,7 @@
  * fetch_add, so the re-load returns a value > E and the retry announces that value: case 2 again.
  * So no transaction that could hold a pointer to the object is running when it is released.
  *
- * Asymmetric variant (txmem_cfg.asym_fence, the default where the kernel offers expedited
+ * Asymmetric variant (option txmem_membarrier=1, used where the kernel offers expedited
  * membarrier): the announcement is a plain store, so the only ordering the argument needs
  * that it loses — the announcing thread's store before its re-load of g_epoch (store-load)
  * — is restored on the reclaiming side: each scan first runs membarrier(PRIVATE_EXPEDITED),
@@ -29,8 +29,11 @@
  * barrier, S reads it (the first two cases above); otherwise T's re-load comes after T's barrier,
  * which follows the fetch_add (the scan's own membarrier orders it), so the re-load returns
  * a value > E and T retries with it: T can never obtain a pointer to the object. This
- * moves the full barrier from every top-level begin to every scan (one per 64 frees at
- * most). ThreadSanitizer does not model membarrier: its builds keep the seq_cst exchange.
+ * moves the full barrier from every top-level begin to every scan (one per 64 deferred
+ * frees at most). A membarrier costs ~0.3 us with one thread and microseconds with IPIs,
+ * i.e. more per deferred free than the exchange per transaction saves unless transactions
+ * rarely free: hence off by default. ThreadSanitizer does not model membarrier: its builds
+ * keep the seq_cst exchange.
  * Scans cost O(threads) and run only when the limbo grew by a batch since the last scan
  * (amortised O(1) per free). An idle or exited thread announces 0 and holds nothing back.
  *
