@@ -191,7 +191,7 @@ bool txmem_in_tx(void) { return txmem_tls.depth != 0; }
 unsigned txmem_depth(void) { return txmem_tls.depth; }
 
 /* ---- Allocation ---- */
-static __attribute__((noinline)) void *tx_malloc(txmem_thread *t, size_t size) {
+static inline void *tx_malloc(txmem_thread *t, size_t size) {
   void *p = t->txalloc ? plain_malloc(size) : txmem_backend_malloc(t, size);
   if (TXMEM_UNLIKELY(!p)) return NULL;
   txmem_undo_push(t, p, size, t->cur_seq);
@@ -200,7 +200,7 @@ static __attribute__((noinline)) void *tx_malloc(txmem_thread *t, size_t size) {
   return p;
 }
 
-static __attribute__((noinline)) void tx_free(txmem_thread *t, void *ptr) {
+static inline void tx_free(txmem_thread *t, void *ptr) {
   t->hot[TXMEM_HOT_tx_frees]++;
   if (t->txalloc) {
     /* The common case first: the newest allocation, freed again (Figure 3). */
@@ -221,6 +221,13 @@ static __attribute__((noinline)) void tx_free(txmem_thread *t, void *ptr) {
   t->commit[t->commit_len++] = ptr;
 }
 
+/* Out-of-line, reached by tail calls: keep the fast paths frameless (the wrap strategies'
+ * frees, whose common path is tx_free itself, keep it inline). */
+static __attribute__((noinline)) void *tx_malloc_cold(txmem_thread *t, size_t size) {
+  return tx_malloc(t, size);
+}
+static __attribute__((noinline)) void tx_free_cold(txmem_thread *t, void *ptr) { tx_free(t, ptr); }
+
 void *txmem_malloc(size_t size) {
   txmem_thread *t = &txmem_tls;
   if (TXMEM_LIKELY(t->depth == 0)) return plain_malloc(size);
@@ -229,14 +236,14 @@ void *txmem_malloc(size_t size) {
   size_t n = t->undo_len;
   if (TXMEM_LIKELY(t->txalloc && n < t->undo_cap && n - t->indexed_upto < TXMEM_INDEX_PENDING)) {
     void *p = txmem_direct_take(size);
-    if (TXMEM_UNLIKELY(!p)) return tx_malloc(t, size); /* refill, large, no heap yet */
+    if (TXMEM_UNLIKELY(!p)) return tx_malloc_cold(t, size); /* refill, large, no heap yet */
     t->undo[n] = (txmem_undo_entry){p, size, t->cur_seq};
     t->undo_len = n + 1;
     t->hot[TXMEM_HOT_tx_mallocs]++;
     t->hot[TXMEM_HOT_speculative_bytes] += size;
     return p;
   }
-  return tx_malloc(t, size);
+  return tx_malloc_cold(t, size);
 }
 
 void *txmem_calloc(size_t count, size_t size) {
@@ -265,9 +272,12 @@ void txmem_free(void *ptr) {
   /* Fast path (txalloc): the newest allocation, made by the current level (position >=
    * cur_undo_start: balanced by I2) and not yet indexed, freed again (Figure 3): pop its
    * entry and give the object straight back to the thread's bin. */
+  if (TXMEM_UNLIKELY(!t->txalloc)) {
+    tx_free(t, ptr);
+    return;
+  }
   size_t n = t->undo_len;
-  if (TXMEM_LIKELY(t->txalloc && n > t->indexed_upto && n > t->cur_undo_start &&
-                   t->undo[n - 1].ptr == ptr)) {
+  if (TXMEM_LIKELY(n > t->indexed_upto && n > t->cur_undo_start && t->undo[n - 1].ptr == ptr)) {
     size_t size = t->undo[n - 1].size;
     t->undo_len = --n;
     if (TXMEM_UNLIKELY(n > t->cur_undo_start && !t->undo[n - 1].ptr)) {
@@ -283,7 +293,7 @@ void txmem_free(void *ptr) {
     release_own(ptr, size);
     return;
   }
-  tx_free(t, ptr);
+  tx_free_cold(t, ptr);
 }
 
 void txmem_retire(void *ptr) {
