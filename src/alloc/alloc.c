@@ -177,10 +177,7 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
                 "%s(%p): invalid pointer: the object was never allocated", op, p);
       return false;
     }
-    *(uintptr_t *)p = txa_encode(b->free, key);
-    b->free = p;
-    txa_bump_counter(&h->cls[c].frees, 1);
-    if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+    txa_owner_free(h, b, p, c);
     return true;
   }
   if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
@@ -224,11 +221,7 @@ TXALLOC_API void txalloc_free(void *p) {
       uintptr_t d = *(uintptr_t *)p ^ key;
       if (TXA_LIKELY(!txa_g.free_check || (d != 0 && d - (uintptr_t)b >= txa_span_size(kind))) &&
           TXA_LIKELY(!txa_g.secure)) {
-        unsigned c = b->class_id;
-        *(uintptr_t *)p = txa_encode(b->free, key);
-        b->free = p;
-        txa_bump_counter(&h->cls[c].frees, 1);
-        if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+        txa_owner_free(h, b, p, b->class_id);
         return;
       }
     }

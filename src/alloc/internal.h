@@ -272,6 +272,17 @@ static inline void txa_bump_counter(uint64_t *p, uint64_t n) {
 }
 #define TXA_COUNT(h, name, n) txa_bump_counter(&(h)->counters[TXA_C_##name], (n))
 
+/* The owner's free of object p of class c in block b, once the caller has established that
+ * h owns b and p is a live object (public free, txmem's balanced free): link p into the
+ * private list, count it, and hand the block back when it empties (unless it is the bin's
+ * current block, which stays for the next allocation). */
+static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c) {
+  *(uintptr_t *)p = txa_encode(b->free, b->key);
+  b->free = p;
+  txa_bump_counter(&h->cls[c].frees, 1);
+  if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+}
+
 /* ---- Global state (init.c, stats.c) ---- */
 typedef struct txa_globals {
   uintptr_t secret;      /* random, for block keys */

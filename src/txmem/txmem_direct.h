@@ -15,9 +15,9 @@
  *                          tested (one load): anything unexpected goes to txalloc_free.
  *
  * Both keep the allocator's own bookkeeping (per-class alloc/free counters, `used`, the
- * empty-block release) exactly as its fast paths do, so the allocator's statistics and
- * footprint are the same as through the public calls. They must follow alloc.c when its
- * fast paths change (the Release tests of tests/txmem exercise both through the layer).
+ * empty-block release) exactly as its fast paths do: the free is the allocator's own
+ * txa_owner_free, and the take is txa_block_take plus the per-class count, as in alloc.c's
+ * class_alloc.
  *
  * Without src/alloc (a private build with a stand-in allocator) the shortcuts are the
  * public calls. */
@@ -51,11 +51,7 @@ static inline void txmem_direct_give_back(void *p) {
     txalloc_free(p);
     return;
   }
-  unsigned c = b->class_id;
-  *(uintptr_t *)p = txa_encode(b->free, b->key);
-  b->free = p;
-  txa_bump_counter(&h->cls[c].frees, 1);
-  if (TXMEM_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+  txa_owner_free(h, b, p, b->class_id);
 }
 #else
 #define TXMEM_DIRECT_SMALL_MAX ((size_t)0)
