@@ -55,47 +55,47 @@ static inline bool owned_by(const tm_tx *tx, uint64_t l) {
 static inline tm_wentry *lock_head(uint64_t l) { return (tm_wentry *)(uintptr_t)(l - 1); }
 
 void stm_rset_grow(tm_tx *tx);
-/* rset[-1] is a sentinel (lock NULL), so the previous entry can always be inspected. */
-static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t w) {
+/* Records a read of word w (lock word `seen`): merged into the previous entry when it is
+ * the same stripe at the same version, else appended. Returns false, recording nothing,
+ * when an append finds the read set full. rset[-1] is a sentinel (lock NULL), so the
+ * previous entry can always be inspected. */
+static inline __attribute__((always_inline)) bool rset_try_push(tm_tx *tx, uint64_t *lock,
+                                                                uint64_t seen, uintptr_t w) {
   uint64_t info = tm_read_info_tx(tx, w);
   tm_rentry *last = &tx->rset[tx->rn - 1];
   if (last->lock == lock && last->seen == seen && ((last->info ^ info) >> 16) == 0) {
     last->info |= info;
-    return;
+    return true;
   }
-  if (TM_UNLIKELY(tx->rn == tx->rcap)) stm_rset_grow(tx);
-  tm_rentry *e = &tx->rset[tx->rn++];
+  if (TM_UNLIKELY(tx->rn == tx->rcap)) return false;
+  tm_rentry *e = last + 1;
   e->lock = lock;
   e->seen = seen;
   e->info = info;
+  tx->rn++;
+  return true;
+}
+
+static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t w) {
+  if (TM_UNLIKELY(!rset_try_push(tx, lock, seen, w))) {
+    stm_rset_grow(tx);
+    rset_try_push(tx, lock, seen, w);
+  }
 }
 
 /* The common case of a load under encounter-time locking (tx->fast_load: the lock map is
  * the descriptor's copy, tm_ort_lock's shift-mask case): the stripe is unlocked, its
  * version is inside the snapshot and stays the same around the read, and the read set has
- * room. Everything else (including the read itself, again) goes to stm_load_word, called
- * in tail position so the fast path needs no stack frame. */
+ * room (rset_try_push). Everything else (including the read itself, again) goes to stm_load_word,
+ * called in tail position so the fast path needs no stack frame. */
 static inline __attribute__((always_inline)) uint64_t stm_load_word_fast(tm_tx *tx, uintptr_t w) {
   uint64_t *lock = (uint64_t *)(tx->ort_base + ((w >> tx->ort_rshift) & tx->ort_amask));
   uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
   if (TM_LIKELY(l <= __atomic_load_n(&tx->end, __ATOMIC_RELAXED) && !(l & 1))) {
     uint64_t v = word_read(w);
-    if (TM_LIKELY(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l)) {
-      uint64_t info = tm_read_info_tx(tx, w);
-      tm_rentry *last = &tx->rset[tx->rn - 1];
-      if (last->lock == lock && last->seen == l && ((last->info ^ info) >> 16) == 0) {
-        last->info |= info;
-        return v;
-      }
-      if (TM_LIKELY(tx->rn < tx->rcap)) {
-        tm_rentry *e = last + 1;
-        e->lock = lock;
-        e->seen = l;
-        e->info = info;
-        tx->rn++;
-        return v;
-      }
-    }
+    if (TM_LIKELY(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l) &&
+        TM_LIKELY(rset_try_push(tx, lock, l, w)))
+      return v;
   }
   return stm_load_word(tx, w);
 }
