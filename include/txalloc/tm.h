@@ -184,7 +184,8 @@ TXALLOC_API void tm_stats_reset(void);
  * tm_abort_cause_name; plus false_conflict_share = false / (true + false + unknown) and
  * abort_rate = aborts / (commits + aborts)) to `out`, without a newline. */
 TXALLOC_API void tm_stats_print_json(FILE *out, const tm_stats *stats);
-/* Writes the TM configuration (backend, design, ort_log2, shift, hash, cm, nesting,
+/* Writes the TM configuration in force (the runtime starts if it has not; options set later
+ * do not apply) (backend, design, ort_log2, shift, hash, cm, nesting,
  * irrevocable_after, attribution, privatization, wait_spins) as one JSON object to `out`, without a
  * newline. */
 TXALLOC_API void tm_config_print_json(FILE *out);

@@ -101,24 +101,36 @@ void tm_stats_print_json(FILE *out, const tm_stats *s) {
   fprintf(out, "]}");
 }
 
-static const char *choice_name(txalloc_option_id id, char *buf, size_t len) {
-  txalloc_option_format((size_t)id, buf, len);
+/* The word of choice `index` of CHOICE option `id` ("a|b|c"), copied into buf. */
+static const char *choice_word(txalloc_option_id id, unsigned index, char *buf, size_t len) {
+  const char *p = txalloc_option_at((size_t)id)->choices;
+  for (; index > 0 && p; index--) {
+    p = strchr(p, '|');
+    if (p) p++;
+  }
+  size_t n = p ? strcspn(p, "|") : 0;
+  if (n >= len) n = len - 1;
+  memcpy(buf, p ? p : "", n);
+  buf[n] = '\0';
   return buf;
 }
 
+/* The configuration in force (tm_cfg), which can differ from the options: options set after
+ * the runtime started do not apply, and etl-wt turns privatization off. */
 void tm_config_print_json(FILE *out) {
-  char b[6][64];
+  tm_runtime_init();
+  char b[5][64];
   fprintf(out,
-          "{\"backend\": \"%s\", \"design\": \"%s\", \"ort_log2\": %ld, \"shift\": %ld, "
-          "\"hash\": \"%s\", \"cm\": \"%s\", \"nesting\": \"%s\", \"irrevocable_after\": %ld, "
-          "\"attribution\": %s, \"privatization\": %s, \"wait_spins\": %ld}",
-          choice_name(TXALLOC_OPT_TM, b[0], 64), choice_name(TXALLOC_OPT_DESIGN, b[1], 64),
-          txalloc_opt(TXALLOC_OPT_ORT_LOG2), txalloc_opt(TXALLOC_OPT_SHIFT),
-          choice_name(TXALLOC_OPT_HASH, b[2], 64), choice_name(TXALLOC_OPT_CM, b[3], 64),
-          choice_name(TXALLOC_OPT_NESTING, b[4], 64), txalloc_opt(TXALLOC_OPT_IRREVOCABLE_AFTER),
-          txalloc_opt(TXALLOC_OPT_ATTRIBUTION) ? "true" : "false",
-          txalloc_opt(TXALLOC_OPT_PRIVATIZATION) ? "true" : "false",
-          txalloc_opt(TXALLOC_OPT_WAIT_SPINS));
+          "{\"backend\": \"%s\", \"design\": \"%s\", \"ort_log2\": %u, \"shift\": %u, "
+          "\"hash\": \"%s\", \"cm\": \"%s\", \"nesting\": \"%s\", \"irrevocable_after\": %u, "
+          "\"attribution\": %s, \"privatization\": %s, \"wait_spins\": %u}",
+          choice_word(TXALLOC_OPT_TM, tm_cfg.backend, b[0], 64),
+          choice_word(TXALLOC_OPT_DESIGN, tm_cfg.design, b[1], 64), tm_cfg.ort_log2, tm_cfg.shift,
+          choice_word(TXALLOC_OPT_HASH, tm_cfg.hash, b[2], 64),
+          choice_word(TXALLOC_OPT_CM, tm_cfg.cm, b[3], 64),
+          choice_word(TXALLOC_OPT_NESTING, tm_cfg.nesting, b[4], 64), tm_cfg.irrevocable_after,
+          tm_cfg.attribution ? "true" : "false", tm_cfg.privatization ? "true" : "false",
+          tm_cfg.wait_spins);
 }
 
 void tm_stats_print_at_exit(void) {
