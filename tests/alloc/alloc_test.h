@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "txalloc/txalloc.h"
+
 /* splitmix64: deterministic, seedable, good enough to pick sizes and victims. */
 typedef struct test_rng {
   uint64_t state;
@@ -75,6 +77,22 @@ static inline int test_check(const void *p, size_t n, uint64_t tag) {
   for (size_t i = 4096; i < n - 256; i += 4096)
     if (b[i] != test_pattern_byte(tag, i)) return 0;
   return 1;
+}
+
+/* A live test object: its address, size and the tag of its pattern (test_fill). */
+typedef struct test_obj {
+  void *p;
+  size_t size;
+  uint64_t tag;
+} test_obj;
+
+/* Checks the pattern of o (a mismatch adds one to *bad), frees it with txalloc_free and
+ * empties the slot; an empty slot is left as it is. */
+static inline void test_obj_free(test_obj *o, long *bad) {
+  if (!o->p) return;
+  if (!test_check(o->p, o->size, o->tag)) (*bad)++;
+  txalloc_free(o->p);
+  *o = (test_obj){0};
 }
 
 /* Starts `n` (<= 64) threads running fn(&args[i * arg_size]) and joins them; exits the

@@ -21,11 +21,7 @@
 enum { OBJECTS = 192 };
 static const size_t class_sizes[] = {48, 64, 160, 512, 1024};
 
-typedef struct obj {
-  void *p;
-  size_t size;
-  uint64_t tag;
-} obj;
+typedef test_obj obj;
 
 typedef struct worker {
   int id;
@@ -35,11 +31,7 @@ typedef struct worker {
 
 static pthread_barrier_t start;
 
-static void check_free(worker *w, obj *o) {
-  if (!test_check(o->p, o->size, o->tag)) w->bad++;
-  txalloc_free(o->p);
-  o->p = NULL;
-}
+static void check_free(worker *w, obj *o) { test_obj_free(o, &w->bad); }
 
 static void *run(void *varg) {
   worker *w = (worker *)varg;

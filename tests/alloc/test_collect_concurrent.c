@@ -18,11 +18,7 @@
 
 enum { WORKERS = 6, COLLECTORS = 2, BATCH = 64, EXCHANGE = 128 };
 
-typedef struct obj {
-  void *p;
-  size_t size;
-  uint64_t tag;
-} obj;
+typedef test_obj obj;
 
 typedef struct worker {
   int id;
@@ -34,12 +30,7 @@ static obj exchange[EXCHANGE];
 static atomic_int workers_running;
 static atomic_long collects;
 
-static void check_free(worker *w, obj *o) {
-  if (!o->p) return;
-  if (!test_check(o->p, o->size, o->tag)) w->bad++;
-  txalloc_free(o->p);
-  o->p = NULL;
-}
+static void check_free(worker *w, obj *o) { test_obj_free(o, &w->bad); }
 
 static void *work(void *arg) {
   worker *w = (worker *)arg;

@@ -16,11 +16,7 @@
 
 enum { WORKERS = 6, SLOTS = 48, EXCHANGE = 32 };
 
-typedef struct obj {
-  void *p;
-  size_t size;
-  uint64_t tag;
-} obj;
+typedef test_obj obj;
 
 typedef struct worker {
   int id;
@@ -37,12 +33,7 @@ static size_t pick_size(test_rng *r) {
   return (size_t)test_rng_below(r, 1 << 20) + 1;
 }
 
-static void check_free(worker *w, obj *o) {
-  if (!o->p) return;
-  if (!test_check(o->p, o->size, o->tag)) w->bad++;
-  txalloc_free(o->p);
-  o->p = NULL;
-}
+static void check_free(worker *w, obj *o) { test_obj_free(o, &w->bad); }
 
 static void *run(void *arg) {
   worker *w = (worker *)arg;

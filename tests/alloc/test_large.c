@@ -16,11 +16,7 @@
 
 enum { SLOTS = 24, EXCHANGE = 8, MAX_THREADS = 16 };
 
-typedef struct obj {
-  void *p;
-  size_t size;
-  uint64_t tag;
-} obj;
+typedef test_obj obj;
 
 static pthread_mutex_t exchange_lock = PTHREAD_MUTEX_INITIALIZER;
 static obj exchange[EXCHANGE];
@@ -37,12 +33,7 @@ static size_t log_uniform(test_rng *r) {
   return base + (size_t)test_rng_below(r, base / 2);
 }
 
-static void check_free(worker *w, obj *o) {
-  if (!o->p) return;
-  if (!test_check(o->p, o->size, o->tag)) w->bad++;
-  txalloc_free(o->p);
-  *o = (obj){0};
-}
+static void check_free(worker *w, obj *o) { test_obj_free(o, &w->bad); }
 
 static void *run(void *varg) {
   worker *w = (worker *)varg;
