@@ -74,34 +74,28 @@ static TM_TEST_TX void b_advance_clock(void) {
   TM_ATOMIC { tm_store(&b_private, tm_load(&b_private) + 1); }
 }
 
-/* B: its first attempt hits A's lock; later attempts wait for A's commit first. */
-static void b_read_x(void) {
+/* B reads (or writes) x: its first attempt hits A's lock; later attempts wait for A's
+ * commit first. */
+static void b_access_x(bool write) {
   flag_wait_ge(&a_locked, 1);
   b_advance_clock();
   volatile int attempt = 0;
+  volatile bool store = write;
   TM_ATOMIC {
     if (++attempt >= 2) {
       flag_set(&b_aborted, 1);
       flag_wait_ge(&a_committed, 1);
     }
     flag_set(&b_ready, 1);
-    b_seen = tm_load(&mem.x);
+    if (store)
+      tm_store(&mem.x, (uint64_t)2);
+    else
+      b_seen = tm_load(&mem.x);
   }
 }
 
-static void b_write_x(void) {
-  flag_wait_ge(&a_locked, 1);
-  b_advance_clock();
-  volatile int attempt = 0;
-  TM_ATOMIC {
-    if (++attempt >= 2) {
-      flag_set(&b_aborted, 1);
-      flag_wait_ge(&a_committed, 1);
-    }
-    flag_set(&b_ready, 1);
-    tm_store(&mem.x, (uint64_t)2);
-  }
-}
+static void b_read_x(void) { b_access_x(false); }
+static void b_write_x(void) { b_access_x(true); }
 
 /* Commit-time locking: A's store takes no lock before A commits, so B reads the old x and
  * commits (read-only) while A is still open; nothing aborts. */
