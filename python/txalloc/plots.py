@@ -21,6 +21,14 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:80]
 
 
+def _save(fig, path: Path) -> Path:
+    """Lays the figure out, writes it to path as PNG and releases it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _colors(allocators: list[str]) -> dict[str, str]:
     cmap = plt.get_cmap("tab10")
     return {a: cmap(i % 10) for i, a in enumerate(allocators)}
@@ -58,11 +66,7 @@ def scaling_plots(an: Analysis, out: Path) -> list[Path]:
         for ax in list(axes.flat)[n:]:
             ax.set_visible(False)
         axes.flat[0].legend(fontsize=7)
-        fig.tight_layout()
-        path = out / f"scaling-{_slug(wname)}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, out / f"scaling-{_slug(wname)}.png"))
     return paths
 
 
@@ -90,11 +94,7 @@ def ratio_plots(an: Analysis, out: Path) -> list[Path]:
         ax.set_title(f"{group} workloads, {threads} thread{'s' if threads > 1 else ''}")
         ax.legend(fontsize=7, ncol=min(6, len(allocs)))
         ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        path = out / f"ratios-{group}-t{threads}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, out / f"ratios-{group}-t{threads}.png"))
     return paths
 
 
@@ -133,11 +133,7 @@ def abort_plots(an: Analysis, out: Path) -> list[Path]:
         ax2.grid(axis="y", alpha=0.3)
         ax2.set_xticks(xs)
         ax2.set_xticklabels([f"{r.label} | {a}" for r, a in bars], rotation=60, ha="right", fontsize=6)
-        fig.tight_layout()
-        path = out / f"aborts-t{threads}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, out / f"aborts-t{threads}.png"))
     return paths
 
 
