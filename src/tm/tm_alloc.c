@@ -1,7 +1,9 @@
 /* tm_malloc / tm_free: the runtime drives the transaction-aware allocation layer
- * (include/txalloc/txmem.h, docs/txmem.md) through its lifecycle callbacks, exactly as any
- * other TM runtime would. The strategy (wrap, wrap-cache, txalloc) and safe reuse are
- * txmem's options; this file only forwards.
+ * (include/txalloc/txmem.h, docs/txmem.md) through txmem's hooks, which tm_runtime.c calls
+ * directly at every lifecycle event (before the subscribers of tm_register_callbacks: the
+ * same events an external TM runtime would deliver through its callbacks, without the
+ * indirect call). The strategy (wrap, wrap-cache, txalloc) and safe reuse are txmem's
+ * options; this file forwards the allocation calls and installs the stale hook.
  *
  * What txmem requires of the runtime, and why this runtime meets it:
  *   - on_begin(d) for every level it can roll back on its own, before the level's first
@@ -21,26 +23,6 @@
 
 #include "tm/tm_internal.h"
 
-static void forward_begin(void *ctx, unsigned depth) {
-  (void)ctx;
-  txmem_tx_begin(depth);
-}
-
-static void forward_commit(void *ctx, unsigned depth) {
-  (void)ctx;
-  txmem_tx_commit(depth);
-}
-
-static void forward_abort(void *ctx, unsigned depth) {
-  (void)ctx;
-  txmem_tx_abort(depth);
-}
-
-static void forward_thread_exit(void *ctx) {
-  (void)ctx;
-  txmem_thread_exit();
-}
-
 /* A thread whose limbo passed its high-water mark asks the transactions that began
  * before the frees to validate now (McRT §4.2: doomed transactions abort instead of
  * holding reclamation back); valid ones run on and the thread waits for them. */
@@ -50,16 +32,8 @@ static void validate_stale_transactions(uint64_t epoch, void *arg) {
   tm_request_validation();
 }
 
-/* Subscribed before main, so no transaction can begin unreported. */
+/* Installed before main, so no limbo can grow before the hook is in place. */
 __attribute__((constructor)) static void tm_alloc_subscribe(void) {
-  static const tm_callbacks callbacks = {
-      .on_begin = forward_begin,
-      .on_commit = forward_commit,
-      .on_abort = forward_abort,
-      .on_thread_exit = forward_thread_exit,
-      .ctx = NULL,
-  };
-  if (tm_register_callbacks(&callbacks) != 0) tm_fatal("tm_alloc: callback table full");
   txmem_set_stale_hook(validate_stale_transactions, NULL);
 }
 

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include "tm/tm_internal.h"
+#include "txalloc/txmem.h"
 #include "util/message.h"
 #include "util/options.h"
 
@@ -191,22 +192,39 @@ int tm_register_callbacks(const tm_callbacks *cb) {
   return 0;
 }
 
-static inline void run_callbacks_begin(unsigned depth) {
-  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+/* Lifecycle events. txmem (tm_malloc/tm_free, tm_alloc.c) is the runtime's own subscriber:
+ * its hooks are called directly, first, with no table walk or indirect call; the table
+ * holds the subscribers registered through tm_register_callbacks, which receive every
+ * event after txmem, in registration order. */
+static __attribute__((noinline)) void run_table_begin(unsigned n, unsigned depth) {
   for (unsigned i = 0; i < n; i++)
     if (callbacks[i].on_begin) callbacks[i].on_begin(callbacks[i].ctx, depth);
 }
-static inline void run_callbacks_commit(unsigned depth) {
-  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+static __attribute__((noinline)) void run_table_commit(unsigned n, unsigned depth) {
   for (unsigned i = 0; i < n; i++)
     if (callbacks[i].on_commit) callbacks[i].on_commit(callbacks[i].ctx, depth);
 }
-static inline void run_callbacks_abort(unsigned depth) {
-  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+static __attribute__((noinline)) void run_table_abort(unsigned n, unsigned depth) {
   for (unsigned i = 0; i < n; i++)
     if (callbacks[i].on_abort) callbacks[i].on_abort(callbacks[i].ctx, depth);
 }
+static inline void run_callbacks_begin(unsigned depth) {
+  txmem_tx_begin(depth);
+  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+  if (TM_UNLIKELY(n)) run_table_begin(n, depth);
+}
+static inline void run_callbacks_commit(unsigned depth) {
+  txmem_tx_commit(depth);
+  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+  if (TM_UNLIKELY(n)) run_table_commit(n, depth);
+}
+static inline void run_callbacks_abort(unsigned depth) {
+  txmem_tx_abort(depth);
+  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
+  if (TM_UNLIKELY(n)) run_table_abort(n, depth);
+}
 static void run_callbacks_thread_exit(void) {
+  txmem_thread_exit();
   unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n; i++)
     if (callbacks[i].on_thread_exit) callbacks[i].on_thread_exit(callbacks[i].ctx);
