@@ -172,11 +172,30 @@ static void *thread_main(void *p) {
   return NULL;
 }
 
-void bench_run_threads(int n, bench_thread_fn fn, void *arg) {
+/* Sleeps until `duration` seconds after now on CLOCK_MONOTONIC (the clock of bench_now),
+ * resuming after signals. */
+static void sleep_for(double duration) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  double whole = (double)(long long)duration;
+  until.tv_sec += (time_t)whole;
+  until.tv_nsec += (long)((duration - whole) * 1e9);
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+  }
+}
+
+/* Starts n threads behind one barrier. When `stop` is given, the calling thread is one
+ * more party of the barrier, so its sleep starts with the workers' release. */
+static void run_threads(int n, bench_thread_fn fn, void *arg, double duration, bench_stop *stop) {
   pthread_t *tids = calloc((size_t)n, sizeof *tids);
   struct thread_start *starts = calloc((size_t)n, sizeof *starts);
   pthread_barrier_t barrier;
-  if (!tids || !starts || pthread_barrier_init(&barrier, NULL, (unsigned)n) != 0) {
+  unsigned parties = (unsigned)n + (stop ? 1u : 0u);
+  if (!tids || !starts || pthread_barrier_init(&barrier, NULL, parties) != 0) {
     fprintf(stderr, "%s: cannot set up %d threads\n", program_name, n);
     exit(1);
   }
@@ -188,8 +207,20 @@ void bench_run_threads(int n, bench_thread_fn fn, void *arg) {
       exit(1);
     }
   }
+  if (stop) {
+    pthread_barrier_wait(&barrier);
+    sleep_for(duration);
+    atomic_store_explicit(&stop->raised, true, memory_order_release);
+  }
   for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
   pthread_barrier_destroy(&barrier);
   free(starts);
   free(tids);
+}
+
+void bench_run_threads(int n, bench_thread_fn fn, void *arg) { run_threads(n, fn, arg, 0, NULL); }
+
+void bench_run_timed(int n, double duration, bench_stop *stop, bench_thread_fn fn, void *arg) {
+  atomic_init(&stop->raised, false);
+  run_threads(n, fn, arg, duration, stop);
 }

@@ -5,6 +5,7 @@
 #ifndef TXALLOC_BENCH_H
 #define TXALLOC_BENCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,5 +67,25 @@ uint64_t bench_rng_below(bench_rng *r, uint64_t bound);
 /* ---- Threads: run fn(index, arg) on n threads that start together (a barrier). ---- */
 typedef void (*bench_thread_fn)(int index, void *arg);
 void bench_run_threads(int n, bench_thread_fn fn, void *arg);
+
+/* ---- Timed runs. The workers poll a flag that the calling thread raises when the time is
+ * up, so keeping time costs a worker one relaxed load of a line nobody writes until the
+ * end (no clock read per operation). The flag has a cache line of its own. ---- */
+typedef struct bench_stop {
+  _Alignas(64) atomic_bool raised;
+} bench_stop;
+
+/* Runs fn(index, arg) on n threads, released by one barrier together with the calling
+ * thread, which then sleeps `duration` seconds (CLOCK_MONOTONIC, from the release)
+ * and raises `stop`, and returns once every fn has returned. fn should time its own span
+ * (bench_now at its start and after it saw the flag): that span, not `duration`, is the
+ * honest denominator, since a worker sees the flag an operation late and the sleeper may
+ * wake late. */
+void bench_run_timed(int n, double duration, bench_stop *stop, bench_thread_fn fn, void *arg);
+
+/* True once the timed run's time is up. */
+static inline bool bench_stopped(const bench_stop *stop) {
+  return atomic_load_explicit(&stop->raised, memory_order_relaxed);
+}
 
 #endif

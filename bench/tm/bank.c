@@ -6,7 +6,6 @@
  * between two distinct random accounts. Accounts lie `stride` bytes apart (8: packed, so
  * 2^shift / 8 accounts share one stripe; 64: one per cache line).
  * Valid when no read-all transaction saw a wrong total and the final total is right. */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +31,7 @@ typedef struct run {
   const params *p;
   char *base; /* account i is the long at base + i * stride */
   worker *workers;
-  atomic_bool stop;
+  bench_stop stop; /* raised by main when the duration is up */
 } run;
 
 static long *account(const run *r, long i) { return (long *)(r->base + i * r->p->stride); }
@@ -109,11 +108,7 @@ static void worker_main(int index, void *arg) {
   bench_rng rng;
   bench_rng_seed(&rng, p->seed, (uint64_t)index);
   w->start = bench_now();
-  double deadline = w->start + p->duration;
-  for (;;) {
-    if (index == 0 && (w->ops & 15) == 0 && bench_now() >= deadline)
-      atomic_store_explicit(&r->stop, true, memory_order_relaxed);
-    if (atomic_load_explicit(&r->stop, memory_order_relaxed)) break;
+  while (!bench_stopped(&r->stop)) {
     if ((long)bench_rng_below(&rng, 100) < p->read_all) {
       long sum = read_all(r);
       if (sum != total) {
@@ -149,9 +144,8 @@ int main(int argc, char **argv) {
   memset(r.base, 0, bytes);
   memset(r.workers, 0, (size_t)p.threads * sizeof(worker));
   for (long i = 0; i < p.accounts; i++) *account(&r, i) = p.balance;
-  atomic_init(&r.stop, false);
   tx_backend_stats_reset();
-  bench_run_threads((int)p.threads, worker_main, &r);
+  bench_run_timed((int)p.threads, p.duration, &r.stop, worker_main, &r);
   tx_backend_stats_snapshot();
 
   worker total = {.start = r.workers[0].start, .end = r.workers[0].end};

@@ -10,7 +10,6 @@
  * At the end each thread removes its pending key; the set must then hold exactly the
  * initial keys, and the structure's invariants must hold (intset.h). A violation makes
  * "valid" false and the exit status 1. */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +40,7 @@ typedef struct run {
   const params *p;
   void *set;
   worker *workers;
-  atomic_bool stop;
+  bench_stop stop; /* raised by main when the duration is up */
 } run;
 
 static void usage(FILE *out) {
@@ -109,12 +108,7 @@ static void worker_main(int index, void *arg) {
   bench_rng_seed(&rng, p->seed, (uint64_t)index);
   long last = -1; /* key this thread inserted and removes next, or -1 */
   w->start = bench_now();
-  double deadline = w->start + p->duration;
-  for (;;) {
-    /* Thread 0 keeps time; the others only read the flag. */
-    if (index == 0 && (w->ops & 15) == 0 && bench_now() >= deadline)
-      atomic_store_explicit(&r->stop, true, memory_order_relaxed);
-    if (atomic_load_explicit(&r->stop, memory_order_relaxed)) break;
+  while (!bench_stopped(&r->stop)) {
     long op = (long)bench_rng_below(&rng, 100);
     if (op < p->update) {
       if (last < 0) {
@@ -225,8 +219,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   memset(r.workers, 0, (size_t)p.threads * sizeof(worker));
-  atomic_init(&r.stop, false);
-  bench_run_threads((int)p.threads, worker_main, &r);
+  bench_run_timed((int)p.threads, p.duration, &r.stop, worker_main, &r);
   tx_backend_stats_snapshot();
   /* Leave the set as it was: each thread's pending key goes, outside the timed run. */
   for (long i = 0; i < p.threads; i++) {
