@@ -119,6 +119,10 @@ typedef enum txmem_strategy {
 TXALLOC_API txmem_strategy txmem_get_strategy(void);
 TXALLOC_API const char *txmem_strategy_name(txmem_strategy s); /* "wrap", ... */
 TXALLOC_API bool txmem_safe_reuse(void);
+/* Safe reuse with sticky epoch announcements passed by membarrier (option
+ * txmem_membarrier, when the kernel registered the process for it); false: a full barrier
+ * at every top-level begin, or no safe reuse. */
+TXALLOC_API bool txmem_membarrier_in_force(void);
 
 /* ---- Statistics, declared once. Counters only grow; gauges are current values; bytes are
  * requested sizes for allocations and usable sizes for frees of older objects. Merged over
@@ -140,6 +144,8 @@ TXALLOC_API bool txmem_safe_reuse(void);
   X(cache_hits, "wrap-cache: transactional allocations served from the thread cache")              \
   X(reclaimed, "deferred frees released after their epoch became safe")                            \
   X(reclaim_scans, "scans of the running transactions' epochs")                                    \
+  X(scan_barriers, "membarrier calls of scans held back by threads between transactions")          \
+  X(announce_barriers, "top-level begins that announced their epoch with a full barrier")          \
   X(forced_reclamations, "times a thread's limbo passed the high-water mark and it waited")        \
   X(orphaned, "deferred frees handed over by exiting threads")
 #define TXMEM_STATS_GAUGES(X)                                                                      \
@@ -157,7 +163,8 @@ typedef struct txmem_stats {
 #undef TXMEM_STATS_FIELD_
 } txmem_stats;
 TXALLOC_API void txmem_stats_get(txmem_stats *out);
-/* One JSON object (no newline), including "strategy" and "safe_reuse"; never allocates. */
+/* One JSON object (no newline), including "strategy", "safe_reuse" and "membarrier" (in force);
+ * never allocates. */
 TXALLOC_API void txmem_stats_print_json(int fd);
 
 #ifdef __cplusplus

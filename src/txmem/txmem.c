@@ -3,7 +3,7 @@
  * Costs: outside a transaction, txmem_malloc/txmem_free test one thread-local field and
  * take the plain path. begin(d) pushes a level (and, at the top level with safe_reuse,
  * announces its epoch); commit/abort of a level that neither allocated nor freed only pops
- * it (and withdraws the announcement at the top level): they never touch a log. */
+ * it (and ends the announcement at the top level): they never touch a log. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +148,7 @@ void txmem_tx_commit(unsigned depth) {
     return;
   }
   t->depth = 0;
-  if (t->safe_reuse) txmem_epoch_retire_announcement(t);
+  if (t->safe_reuse) txmem_epoch_leave(t);
   if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
 }
 
@@ -183,7 +183,7 @@ void txmem_tx_abort(unsigned depth) {
   if (depth > 1) {
     level_current(t, depth - 1);
   } else if (t->safe_reuse) {
-    txmem_epoch_retire_announcement(t);
+    txmem_epoch_leave(t);
   }
 }
 

@@ -14,12 +14,12 @@ static void config_read(void) {
   txmem_cfg.strategy = (int)txalloc_opt(TXALLOC_OPT_TXMEM);
   txmem_cfg.safe_reuse = txalloc_opt(TXALLOC_OPT_SAFE_REUSE) != 0;
   txmem_cfg.limbo_max = (size_t)txalloc_opt(TXALLOC_OPT_TXMEM_LIMBO_MAX);
-  txmem_cfg.asym_fence = txmem_cfg.safe_reuse && txalloc_opt(TXALLOC_OPT_TXMEM_MEMBARRIER) &&
-                         txmem_asym_fence_register();
+  txmem_cfg.sticky = txmem_cfg.safe_reuse && txalloc_opt(TXALLOC_OPT_TXMEM_MEMBARRIER) &&
+                     txmem_membarrier_register();
   atomic_store_explicit(&txmem_cfg_ready, 1, memory_order_release);
 }
 
-bool txmem_asym_fence_register(void) {
+bool txmem_membarrier_register(void) {
 #if defined(__SANITIZE_THREAD__) || !defined(SYS_membarrier)
   return false;
 #else
@@ -36,6 +36,8 @@ void txmem_config_init_slow(void) {
 txmem_strategy txmem_get_strategy(void) { return (txmem_strategy)txmem_config_get()->strategy; }
 
 bool txmem_safe_reuse(void) { return txmem_config_get()->safe_reuse; }
+
+bool txmem_membarrier_in_force(void) { return txmem_config_get()->sticky; }
 
 const char *txmem_strategy_name(txmem_strategy s) {
   switch (s) {

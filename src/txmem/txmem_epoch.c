@@ -1,47 +1,61 @@
 /* Safe reuse (McRT §4.2) without a daemon thread.
  *
- * txmem_g_epoch is McRT's currentFreeEpoch. A top-level transaction announces, in its thread's
- * record, the epoch it began in (active_epoch; 0 = none). A batch of frees made visible by
- * a committed transaction (or txmem_retire) is tagged with E = fetch_add(txmem_g_epoch, 1) and
- * put at the tail of the thread's FIFO limbo. safeToFreeEpoch is computed on demand by the
- * freeing thread: the least announced epoch among running transactions (or "infinity");
- * an object tagged E is released when E < that minimum.
+ * txmem_g_epoch is McRT's currentFreeEpoch. A thread announces in its record the epoch its
+ * top-level transaction began in, with a "running" bit (TXMEM_ANNOUNCE; 0 = no
+ * announcement). A batch of frees made visible by a committed transaction (or
+ * txmem_retire) is tagged with E = fetch_add(txmem_g_epoch, 1) and put at the tail of the
+ * thread's FIFO limbo. safeToFreeEpoch is computed on demand by the freeing thread: the
+ * least epoch among the threads that may run a transaction that could hold a pointer;
+ * an object tagged E is released when E is below it.
  *
- * Why that is safe (all operations on txmem_g_epoch and active_epoch are seq_cst):
+ * Announcing with a full barrier (txmem_epoch_announce_fenced; every operation on
+ * txmem_g_epoch and on announcements here is seq_cst):
  *  - The unlink of the object is visible (the commit happened) before the freer's
  *    fetch_add that produced E.
- *  - A transaction that announced a > E loaded txmem_g_epoch from a write at or after that
- *    fetch_add in txmem_g_epoch's modification order, so its load synchronises with the freer's
- *    release (release sequences continue through RMWs): every read it makes afterwards sees
- *    the unlink; it can never obtain a pointer to the object.
- *  - A transaction seen as "not running" (0) by the freer's scan may be between loading
- *    txmem_g_epoch and announcing it. It announces, then loads txmem_g_epoch again and retries
- * until both agree. Its announcement comes after the scan in the seq_cst order, hence after the
- * fetch_add, so the re-load returns a value > E and the retry announces that value: case 2 again.
- * So no transaction that could hold a pointer to the object is running when it is released.
+ *  - A transaction that began after loading txmem_g_epoch = a > E loaded it from a write
+ *    at or after that fetch_add in txmem_g_epoch's modification order, so its load
+ *    synchronises with the freer's release (release sequences continue through RMWs):
+ *    every read it makes afterwards sees the unlink; it can never obtain a pointer to the
+ *    object. This holds whatever its announcement shows, and epochs only grow, so a
+ *    thread whose record shows an epoch > E never holds E back.
+ *  - A transaction seen as not running by the freer's scan may be between loading
+ *    txmem_g_epoch and announcing it. It announces (xchg), then loads txmem_g_epoch again
+ *    and retries until both agree. Its announcement comes after the scan in the seq_cst
+ *    order, hence after the fetch_add, so the re-load returns a value > E and the retry
+ *    announces that value: case 2 again.
  *
- * Asymmetric variant (option txmem_membarrier=1, used where the kernel offers expedited
- * membarrier): the announcement is a plain store, so the only ordering the argument needs
- * that it loses — the announcing thread's store before its re-load of g_epoch (store-load)
- * — is restored on the reclaiming side: each scan first runs membarrier(PRIVATE_EXPEDITED),
- * which returns only after every thread of the process passed a full barrier. For a
- * transaction T and a scan S after the freer's fetch_add: if T's store was before T's
- * barrier, S reads it (the first two cases above); otherwise T's re-load comes after T's barrier,
- * which follows the fetch_add (the scan's own membarrier orders it), so the re-load returns
- * a value > E and T retries with it: T can never obtain a pointer to the object. This
- * moves the full barrier from every top-level begin to every scan (one per 64 deferred
- * frees at most). A membarrier costs ~0.3 us with one thread and microseconds with IPIs,
- * i.e. more per deferred free than the exchange per transaction saves unless transactions
- * rarely free: hence off by default. ThreadSanitizer does not model membarrier: its builds
- * keep the seq_cst exchange.
+ * Sticky announcements (option txmem_membarrier=1, where the kernel offers expedited
+ * membarrier; ThreadSanitizer does not model membarrier, so its builds never use them).
+ * The exchange costs about as much as an empty transaction; here it is paid only when
+ * txmem_g_epoch moved. A thread keeps its announced epoch between transactions and only
+ * clears the running bit at the end (a release store). A top-level begin that loads
+ * txmem_g_epoch equal to the epoch it announced last with the barrier sets the running
+ * bit with a plain store, ordered before the transaction's loads by the compiler but not
+ * by the CPU; any other begin announces with the barrier. A scan treats a record as:
+ *  - epoch > E: not holding E (case 2: its transactions loaded an epoch > E);
+ *  - epoch <= E, running: holding;
+ *  - epoch <= E, not running: unknown, because the store of the bit may still sit in its
+ *    CPU's store buffer while the transaction reads. If such records are all that hold
+ *    the oldest entry back, the scan runs membarrier(PRIVATE_EXPEDITED), which returns
+ *    after every thread of the process passed a full barrier, and reads the records
+ *    again. Now a record still not running is not holding: its bit store, if it came
+ *    before its barrier in program order, is visible now (it would read running, or a
+ *    later value of that thread); if it came after, so do the transaction's loads (the
+ *    compiler keeps them after the store), and those follow the unlink, which preceded
+ *    the scan's membarrier. A record seen running again holds as above.
+ * So the barrier moves from every top-level begin to (a) begins that find a new epoch
+ * and (b) scans held back by threads between transactions: rare while every thread
+ * keeps running transactions, and what lets an idle thread never hold anyone back.
+ *
  * Scans cost O(threads) and run only when the limbo grew by a batch since the last scan
- * (amortised O(1) per free). An idle or exited thread announces 0 and holds nothing back.
+ * (amortised O(1) per free). A scanning thread is outside any transaction and skips its
+ * own record. An exited thread has no announcement.
  *
  * High-water mark (option txmem_limbo_max): when a thread's limbo exceeds it after a scan,
- * the thread (outside any transaction, its own announcement withdrawn) calls the runtime's
- * stale hook (ask old transactions to validate and abort when doomed) and waits, yielding,
- * until its limbo is below half the mark. The wait ends as soon as every transaction that
- * was running at the frees has ended: later ones announce epochs > E.
+ * the thread (outside any transaction) calls the runtime's stale hook (ask old
+ * transactions to validate and abort when doomed) and waits, yielding, until its limbo is
+ * below half the mark. The wait ends as soon as every transaction that was running at the
+ * frees has ended: later ones announce epochs > E.
  *
  * Exited threads hand their limbo to a global orphan list (under a mutex); scans of other
  * threads release the orphans whose epoch became safe. */
@@ -87,26 +101,54 @@ void txmem_set_stale_hook(txmem_stale_hook hook, void *arg) {
   pthread_mutex_unlock(&g_stale_lock);
 }
 
-/* With asym_fence, announcements are plain stores: before reading them, make every thread
- * of the process pass a full barrier (membarrier). */
-static void scan_barrier(void) {
+void txmem_epoch_announce_fenced(txmem_thread *t, uint64_t e) {
+  for (;;) {
+    atomic_exchange(&t->rec->announce, TXMEM_ANNOUNCE(e, 1));
+    uint64_t again = atomic_load(&txmem_g_epoch);
+    if (TXMEM_LIKELY(again == e)) break;
+    e = again;
+  }
+  /* Without sticky announcements every begin takes this path: never match in the inline
+   * check (epochs start at 1). */
+  t->announced_epoch = t->sticky ? e : 0;
+  txmem_count(t, TXMEM_C_announce_barriers, 1);
+}
+
+/* Least epoch among the other threads' records that show a running transaction
+ * (*running) and among those that show an announcement without one (*idle);
+ * UINT64_MAX when there is none. */
+static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idle) {
+  *running = *idle = UINT64_MAX;
+  for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
+    if (r == t->rec) continue; /* the scanning thread is outside any transaction */
+    uint64_t a = atomic_load(&r->announce);
+    if (!a) continue;
+    uint64_t *min = TXMEM_ANNOUNCE_RUNNING(a) ? running : idle;
+    if (TXMEM_ANNOUNCE_EPOCH(a) < *min) *min = TXMEM_ANNOUNCE_EPOCH(a);
+  }
+}
+
+/* Epochs below the result are safe to release: no running transaction can hold their
+ * objects. `oldest` is the oldest epoch the caller wants to release. */
+static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest) {
+  uint64_t running, idle;
+  scan_records(t, &running, &idle);
+  if (idle >= running || idle > oldest) return idle < running ? idle : running;
+    /* Only threads between transactions (as far as this scan can tell) hold `oldest`
+     * back: after membarrier their running bits are exact (see above). Records without
+     * sticky announcements are never idle. */
 #if !defined(__SANITIZE_THREAD__) && defined(SYS_membarrier)
-  if (txmem_cfg.asym_fence && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) {
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) {
     txalloc_message("txmem: membarrier failed after registration; cannot reclaim safely");
     abort();
   }
+#else
+  txalloc_message("txmem: sticky announcements without membarrier");
+  abort();
 #endif
-}
-
-/* Least epoch announced by a running transaction; UINT64_MAX when none runs. */
-static uint64_t oldest_running_epoch(void) {
-  scan_barrier();
-  uint64_t min = UINT64_MAX;
-  for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
-    uint64_t a = atomic_load(&r->active_epoch);
-    if (a && a < min) min = a;
-  }
-  return min;
+  txmem_count(t, TXMEM_C_scan_barriers, 1);
+  scan_records(t, &running, &idle);
+  return running;
 }
 
 static void limbo_gauges(txmem_thread *t) {
@@ -166,9 +208,12 @@ static void release_orphans(txmem_thread *t, uint64_t safe_below, bool wait_for_
 }
 
 /* One reclamation pass: releases every limbo entry (and orphan) whose epoch is safe.
- * Returns the oldest running epoch it saw. */
+ * Returns the bound it used: entries of epochs below it are released. */
 static uint64_t reclaim_pass(txmem_thread *t, bool wait_for_orphans) {
-  uint64_t safe_below = oldest_running_epoch();
+  uint64_t oldest = t->limbo_len ? t->limbo[t->limbo_head].epoch
+                    : atomic_load_explicit(&g_orphan_count, memory_order_relaxed) ? UINT64_MAX
+                                                                                  : 0;
+  uint64_t safe_below = safe_epoch_bound(t, oldest);
   txmem_count(t, TXMEM_C_reclaim_scans, 1);
   size_t released = 0;
   while (t->limbo_len) {

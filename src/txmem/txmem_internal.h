@@ -40,9 +40,10 @@
 typedef struct txmem_config {
   int strategy; /* txmem_strategy */
   bool safe_reuse;
-  /* Announcements are plain stores, and reclamation scans run membarrier (see
-   * txmem_epoch.c): safe_reuse and MEMBARRIER_CMD_PRIVATE_EXPEDITED registered. */
-  bool asym_fence;
+  /* Sticky epoch announcements, passed by reclamation scans with membarrier (see
+   * txmem_epoch.c): safe_reuse, option txmem_membarrier, and
+   * MEMBARRIER_CMD_PRIVATE_EXPEDITED registered. */
+  bool sticky;
   size_t limbo_max; /* high-water mark of one thread's limbo, in objects */
 } txmem_config;
 extern txmem_config txmem_cfg;
@@ -50,7 +51,7 @@ extern _Atomic int txmem_cfg_ready;
 void txmem_config_init_slow(void);
 /* Registers the process for expedited membarrier; false when the kernel refuses (or in
  * ThreadSanitizer builds, which do not model it). */
-bool txmem_asym_fence_register(void);
+bool txmem_membarrier_register(void);
 static inline const txmem_config *txmem_config_get(void) {
   if (TXMEM_UNLIKELY(!atomic_load_explicit(&txmem_cfg_ready, memory_order_acquire)))
     txmem_config_init_slow();
@@ -80,10 +81,13 @@ enum {
 };
 
 /* One per thread that ever used txmem; never freed, reused after the thread exits. Other
- * threads read active_epoch (epoch scans) and the statistics (txmem_stats_get). */
+ * threads read the announcement (epoch scans) and the statistics (txmem_stats_get). */
 typedef struct txmem_record {
-  /* Epoch the running top-level transaction announced; 0 = none (or safe_reuse=0). */
-  _Atomic uint64_t active_epoch;
+  /* The thread's epoch announcement: TXMEM_ANNOUNCE(epoch, running), or 0 = none. With
+   * sticky announcements (txmem_config.sticky) a thread between transactions keeps
+   * its epoch with the running bit clear; otherwise it withdraws to 0 at the end of each
+   * top-level transaction. Read by epoch scans and statistics (txmem_epoch.c). */
+  _Atomic uint64_t announce;
   _Atomic int in_use;
   struct txmem_record *_Atomic next;
   /* Written only by the owning thread, with relaxed atomic stores. */
@@ -126,7 +130,7 @@ typedef struct txmem_thread {
   /* Copies of the configuration, taken at setup (valid once ready). */
   bool txalloc;    /* strategy txalloc: balanced recycling, the allocator's shortcuts */
   bool safe_reuse; /* announce epochs */
-  bool asym_fence; /* ... with a plain store (txmem_config.asym_fence) */
+  bool sticky;     /* announcements stay between transactions (txmem_config.sticky) */
   txmem_undo_entry *undo;
   size_t undo_len, undo_cap;
   /* Live undo entries below indexed_upto are in the index; the newest ones above it (at
@@ -139,6 +143,10 @@ typedef struct txmem_thread {
   uint64_t ticket;
 
   txmem_record *rec;
+  /* Epoch of the thread's last announcement made with a full barrier (0: none since the
+   * last withdrawal): a top-level begin that finds g_epoch still equal to it re-enters
+   * with a plain store (sticky announcements). */
+  uint64_t announced_epoch;
   uint64_t hot[TXMEM_HOT_COUNT_];
   uint64_t hot_published_ops; /* tx_mallocs + tx_frees at the last publication */
 
@@ -224,29 +232,33 @@ void txmem_cache_flush(txmem_thread *t);
 
 /* txmem_epoch.c (the reasoning is there) */
 extern _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
-/* Announces the epoch the top-level transaction begins in (inline: one per top-level
- * begin). The store must be ordered before the re-load (store-load). Without asym_fence:
- * a seq_cst exchange (xchg, a full barrier: the largest single cost of an empty
- * transaction). With it: a plain store, kept before the re-load by the compiler barrier,
- * and by the CPU only as far as the reclaiming side needs it: its scan first runs
- * membarrier, which makes every thread of the process pass a full barrier (txmem_epoch.c
- * gives the argument). */
+/* An announcement word: the epoch and whether a top-level transaction runs in it. */
+#define TXMEM_ANNOUNCE(epoch, running) ((uint64_t)(epoch) << 1 | (uint64_t)(running))
+#define TXMEM_ANNOUNCE_EPOCH(word) ((word) >> 1)
+#define TXMEM_ANNOUNCE_RUNNING(word) (((word)&1) != 0)
+/* Announces with a full barrier (seq_cst exchange, then a re-load of g_epoch until both
+ * agree) that a top-level transaction runs in epoch >= e. */
+void txmem_epoch_announce_fenced(txmem_thread *t, uint64_t e);
+/* Announces the epoch a top-level transaction begins in (inline: one per top-level
+ * begin). The common case under sticky announcements: g_epoch has not moved since this
+ * thread's last fenced announcement, so only the running bit is set, with a plain store
+ * that the compiler keeps before the transaction's first load (the signal fence); the
+ * CPU may still delay it, which a scan that would rely on the bit being clear covers
+ * with membarrier (txmem_epoch.c). Otherwise: the fenced announcement (an xchg). */
 static inline void txmem_epoch_announce(txmem_thread *t) {
   uint64_t e = atomic_load(&txmem_g_epoch);
-  for (;;) {
-    if (TXMEM_LIKELY(t->asym_fence)) {
-      atomic_store_explicit(&t->rec->active_epoch, e, memory_order_relaxed);
-      atomic_signal_fence(memory_order_seq_cst);
-    } else {
-      atomic_exchange(&t->rec->active_epoch, e);
-    }
-    uint64_t again = atomic_load(&txmem_g_epoch);
-    if (TXMEM_LIKELY(again == e)) return;
-    e = again;
+  if (TXMEM_LIKELY(e == t->announced_epoch)) {
+    atomic_store_explicit(&t->rec->announce, TXMEM_ANNOUNCE(e, 1), memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    return;
   }
+  txmem_epoch_announce_fenced(t, e);
 }
-static inline void txmem_epoch_retire_announcement(txmem_thread *t) {
-  atomic_store_explicit(&t->rec->active_epoch, 0, memory_order_release);
+/* The top-level transaction ended (commit or abort): clear the running bit (sticky) or
+ * withdraw the announcement. Release: the transaction's reads come before. */
+static inline void txmem_epoch_leave(txmem_thread *t) {
+  atomic_store_explicit(&t->rec->announce, t->sticky ? TXMEM_ANNOUNCE(t->announced_epoch, 0) : 0,
+                        memory_order_release);
 }
 /* Releases the top-level commit's speculative frees: at once, or through the limbo. */
 void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);

@@ -22,10 +22,10 @@ void txmem_stats_get(txmem_stats *out) {
     out->limbo_bytes += __atomic_load_n(&r->limbo_bytes, __ATOMIC_RELAXED);
     uint64_t peak = __atomic_load_n(&r->limbo_peak, __ATOMIC_RELAXED);
     if (peak > out->limbo_peak) out->limbo_peak = peak;
-    uint64_t a = atomic_load(&r->active_epoch);
-    if (a) {
+    uint64_t a = atomic_load(&r->announce);
+    if (TXMEM_ANNOUNCE_RUNNING(a)) {
       out->active_transactions++;
-      if (a < oldest) oldest = a;
+      if (TXMEM_ANNOUNCE_EPOCH(a) < oldest) oldest = TXMEM_ANNOUNCE_EPOCH(a);
     }
   }
 #define TXMEM_STATS_COPY_(name, doc) out->name = counters[TXMEM_C_##name];
@@ -44,9 +44,10 @@ void txmem_stats_print_json(int fd) {
   txmem_stats_get(&s);
   char buf[2048];
   size_t n = 0;
-  n += (size_t)snprintf(buf + n, sizeof buf - n, "{\"strategy\": \"%s\", \"safe_reuse\": %s",
-                        txmem_strategy_name(txmem_get_strategy()),
-                        txmem_safe_reuse() ? "true" : "false");
+  n += (size_t)snprintf(
+      buf + n, sizeof buf - n, "{\"strategy\": \"%s\", \"safe_reuse\": %s, \"membarrier\": %s",
+      txmem_strategy_name(txmem_get_strategy()), txmem_safe_reuse() ? "true" : "false",
+      txmem_membarrier_in_force() ? "true" : "false");
 #define TXMEM_STATS_JSON_(name, doc)                                                               \
   if (n < sizeof buf)                                                                              \
     n += (size_t)snprintf(buf + n, sizeof buf - n, ", \"" #name "\": %llu",                        \

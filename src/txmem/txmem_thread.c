@@ -25,17 +25,19 @@ static void atfork_child(void) {
   txmem_record *self = txmem_tls.ready ? txmem_tls.rec : NULL;
   for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
     if (r == self) continue;
-    atomic_store(&r->active_epoch, 0);
+    atomic_store(&r->announce, 0);
     __atomic_store_n(&r->limbo_objects, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&r->limbo_bytes, 0, __ATOMIC_RELAXED);
     atomic_store(&r->in_use, 0);
   }
   txmem_epoch_atfork_child();
   /* The child is a new process: register it again; on refusal its only thread (this one)
-   * announces with the barrier (its own announcements precede its own scans anyway). */
-  if (txmem_cfg.asym_fence && !txmem_asym_fence_register()) {
-    txmem_cfg.asym_fence = false;
-    txmem_tls.asym_fence = false;
+   * announces with the barrier at every begin and withdraws at every end. */
+  if (txmem_cfg.sticky && !txmem_membarrier_register()) {
+    txmem_cfg.sticky = false;
+    txmem_tls.sticky = false;
+    txmem_tls.announced_epoch = 0;
+    if (self && txmem_tls.depth == 0) atomic_store(&self->announce, 0);
   }
 }
 
@@ -105,7 +107,7 @@ txmem_thread *txmem_thread_setup(txmem_thread *t) {
   const txmem_config *cfg = txmem_config_get();
   t->txalloc = cfg->strategy == TXMEM_TXALLOC;
   t->safe_reuse = cfg->safe_reuse;
-  t->asym_fence = cfg->asym_fence;
+  t->sticky = cfg->sticky;
   t->rec = record_acquire();
   /* A reused record keeps its totals: continue counting from them. */
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++) t->hot[i] = t->rec->counters[hot_to_counter[i]];
@@ -132,6 +134,6 @@ void txmem_thread_exit(void) {
   free(t->cache);
   txmem_record *rec = t->rec;
   memset(t, 0, sizeof *t);
-  atomic_store_explicit(&rec->active_epoch, 0, memory_order_release);
+  atomic_store_explicit(&rec->announce, 0, memory_order_release);
   atomic_store_explicit(&rec->in_use, 0, memory_order_release);
 }

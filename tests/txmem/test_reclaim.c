@@ -55,6 +55,14 @@ static void test_idle_threads(void) {
   /* Only the idle thread's own last frees (less than a scan batch, 64, plus its last
    * commit) may still wait: it releases them at its next commit, flush or exit. */
   CHECKF(s.limbo_objects < 64 + 8, "limbo %llu", (unsigned long long)s.limbo_objects);
+  /* With sticky announcements the idle thread still shows the epoch of its last
+   * transaction, older than main's frees: only a membarrier lets the scans pass it. */
+  if (txmem_membarrier_in_force())
+    CHECKF(s.scan_barriers > 0, "no scan barrier with sticky announcements");
+  else
+    CHECKF(s.scan_barriers == 0, "%llu scan barriers without sticky announcements",
+           (unsigned long long)s.scan_barriers);
+  CHECK(s.announce_barriers > 0);
   atomic_store(&phase, 2);
   pthread_join(t, NULL); /* its exit destructor releases them: nothing blocks */
   txmem_stats_get(&s);
