@@ -145,7 +145,6 @@ TXALLOC_API bool txmem_membarrier_in_force(void);
   X(reclaimed, "deferred frees released after their epoch became safe")                            \
   X(reclaim_scans, "scans of the running transactions' epochs")                                    \
   X(scan_barriers, "membarrier calls of scans held back by threads between transactions")          \
-  X(announce_barriers, "top-level begins that announced their epoch with a full barrier")          \
   X(forced_reclamations, "times a thread's limbo passed the high-water mark and it waited")        \
   X(orphaned, "deferred frees handed over by exiting threads")
 #define TXMEM_STATS_GAUGES(X)                                                                      \

@@ -26,26 +26,25 @@
  *
  * Sticky announcements (option txmem_membarrier=1, where the kernel offers expedited
  * membarrier; ThreadSanitizer does not model membarrier, so its builds never use them).
- * The exchange costs about as much as an empty transaction; here it is paid only when
- * txmem_g_epoch moved. A thread keeps its announced epoch between transactions and only
- * clears the running bit at the end (a release store). A top-level begin that loads
- * txmem_g_epoch equal to the epoch it announced last with the barrier sets the running
- * bit with a plain store, ordered before the transaction's loads by the compiler but not
- * by the CPU; any other begin announces with the barrier. A scan treats a record as:
+ * The exchange cost about as much as an empty STM transaction. Instead, a top-level begin
+ * stores (g_epoch, running) with a plain store, which the compiler keeps before the
+ * transaction's loads but the CPU may delay (store buffer); the end clears the running
+ * bit with a release store and keeps the epoch. A record thus shows an epoch no later
+ * than the one its thread's transaction loaded. A scan reads each other record as:
  *  - epoch > E: not holding E (case 2: its transactions loaded an epoch > E);
- *  - epoch <= E, running: holding;
- *  - epoch <= E, not running: unknown, because the store of the bit may still sit in its
- *    CPU's store buffer while the transaction reads. If such records are all that hold
+ *  - epoch <= E, running: holding (perhaps too long: the true epoch may be later);
+ *  - epoch <= E, not running: unknown, because a new transaction's store may still sit in
+ *    its CPU's store buffer while the transaction reads. If such records are all that hold
  *    the oldest entry back, the scan runs membarrier(PRIVATE_EXPEDITED), which returns
- *    after every thread of the process passed a full barrier, and reads the records
- *    again. Now a record still not running is not holding: its bit store, if it came
- *    before its barrier in program order, is visible now (it would read running, or a
- *    later value of that thread); if it came after, so do the transaction's loads (the
- *    compiler keeps them after the store), and those follow the unlink, which preceded
- *    the scan's membarrier. A record seen running again holds as above.
- * So the barrier moves from every top-level begin to (a) begins that find a new epoch
- * and (b) scans held back by threads between transactions: rare while every thread
- * keeps running transactions, and what lets an idle thread never hold anyone back.
+ *    after every thread of the process passed a full barrier, and reads the records again.
+ *    A record still not running then is not holding: had its thread's store come before
+ *    its barrier, it would be visible now (or a later store of that thread); if it came
+ *    after, so do the transaction's loads (the compiler keeps them after the store), and
+ *    they follow the unlink, which preceded the scan's membarrier.
+ * So the barrier moves from every top-level begin to the scans held back by a thread
+ * between transactions: rare while threads keep running transactions (a running thread's
+ * epoch is soon newer than the oldest entry), and what lets an idle thread never hold
+ * anyone back.
  *
  * Scans cost O(threads) and run only when the limbo grew by a batch since the last scan
  * (amortised O(1) per free). A scanning thread is outside any transaction and skips its
@@ -101,17 +100,15 @@ void txmem_set_stale_hook(txmem_stale_hook hook, void *arg) {
   pthread_mutex_unlock(&g_stale_lock);
 }
 
-void txmem_epoch_announce_fenced(txmem_thread *t, uint64_t e) {
+void txmem_epoch_announce_fenced(txmem_thread *t) {
+  uint64_t e = atomic_load(&txmem_g_epoch);
   for (;;) {
     atomic_exchange(&t->rec->announce, TXMEM_ANNOUNCE(e, 1));
     uint64_t again = atomic_load(&txmem_g_epoch);
     if (TXMEM_LIKELY(again == e)) break;
     e = again;
   }
-  /* Without sticky announcements every begin takes this path: never match in the inline
-   * check (epochs start at 1). */
-  t->announced_epoch = t->sticky ? e : 0;
-  txmem_count(t, TXMEM_C_announce_barriers, 1);
+  t->epoch = e;
 }
 
 /* Least epoch among the other threads' records that show a running transaction

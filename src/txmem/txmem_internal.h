@@ -143,10 +143,7 @@ typedef struct txmem_thread {
   uint64_t ticket;
 
   txmem_record *rec;
-  /* Epoch of the thread's last announcement made with a full barrier (0: none since the
-   * last withdrawal): a top-level begin that finds g_epoch still equal to it re-enters
-   * with a plain store (sticky announcements). */
-  uint64_t announced_epoch;
+  uint64_t epoch; /* the epoch the current or last top-level transaction announced */
   uint64_t hot[TXMEM_HOT_COUNT_];
   uint64_t hot_published_ops; /* tx_mallocs + tx_frees at the last publication */
 
@@ -237,27 +234,27 @@ extern _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
 #define TXMEM_ANNOUNCE_EPOCH(word) ((word) >> 1)
 #define TXMEM_ANNOUNCE_RUNNING(word) (((word)&1) != 0)
 /* Announces with a full barrier (seq_cst exchange, then a re-load of g_epoch until both
- * agree) that a top-level transaction runs in epoch >= e. */
-void txmem_epoch_announce_fenced(txmem_thread *t, uint64_t e);
+ * agree) that a top-level transaction runs (t->epoch: the epoch announced). */
+void txmem_epoch_announce_fenced(txmem_thread *t);
 /* Announces the epoch a top-level transaction begins in (inline: one per top-level
- * begin). The common case under sticky announcements: g_epoch has not moved since this
- * thread's last fenced announcement, so only the running bit is set, with a plain store
- * that the compiler keeps before the transaction's first load (the signal fence); the
- * CPU may still delay it, which a scan that would rely on the bit being clear covers
- * with membarrier (txmem_epoch.c). Otherwise: the fenced announcement (an xchg). */
+ * begin). Sticky announcements: a plain store, which the compiler keeps before the
+ * transaction's first load (the signal fence) but the CPU may delay; a scan that would
+ * rely on the record showing no running transaction runs membarrier first
+ * (txmem_epoch.c). Otherwise the fenced announcement (an xchg). */
 static inline void txmem_epoch_announce(txmem_thread *t) {
-  uint64_t e = atomic_load(&txmem_g_epoch);
-  if (TXMEM_LIKELY(e == t->announced_epoch)) {
+  if (TXMEM_LIKELY(t->sticky)) {
+    uint64_t e = atomic_load(&txmem_g_epoch);
+    t->epoch = e;
     atomic_store_explicit(&t->rec->announce, TXMEM_ANNOUNCE(e, 1), memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
     return;
   }
-  txmem_epoch_announce_fenced(t, e);
+  txmem_epoch_announce_fenced(t);
 }
 /* The top-level transaction ended (commit or abort): clear the running bit (sticky) or
  * withdraw the announcement. Release: the transaction's reads come before. */
 static inline void txmem_epoch_leave(txmem_thread *t) {
-  atomic_store_explicit(&t->rec->announce, t->sticky ? TXMEM_ANNOUNCE(t->announced_epoch, 0) : 0,
+  atomic_store_explicit(&t->rec->announce, t->sticky ? TXMEM_ANNOUNCE(t->epoch, 0) : 0,
                         memory_order_release);
 }
 /* Releases the top-level commit's speculative frees: at once, or through the limbo. */

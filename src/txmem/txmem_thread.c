@@ -36,7 +36,6 @@ static void atfork_child(void) {
   if (txmem_cfg.sticky && !txmem_membarrier_register()) {
     txmem_cfg.sticky = false;
     txmem_tls.sticky = false;
-    txmem_tls.announced_epoch = 0;
     if (self && txmem_tls.depth == 0) atomic_store(&self->announce, 0);
   }
 }
