@@ -2,16 +2,16 @@
  *
  * txmem_g_epoch is McRT's currentFreeEpoch. A thread announces in its record the epoch its
  * top-level transaction began in, with a "running" bit (TXMEM_ANNOUNCE; 0 = no
- * announcement). A batch of frees made visible by a committed transaction (or
- * txmem_retire) is tagged with E = fetch_add(txmem_g_epoch, 1) and put at the tail of the
- * thread's FIFO limbo. safeToFreeEpoch is computed on demand by the freeing thread: the
- * least epoch among the threads that may run a transaction that could hold a pointer;
- * an object tagged E is released when E is below it.
+ * announcement). The frees made visible by a committed transaction (or txmem_retire) go
+ * to the tail of the thread's FIFO limbo; the thread's next scan tags every entry pushed
+ * since its previous scan with E = fetch_add(txmem_g_epoch, 1). safeToFreeEpoch is computed on
+ * demand by the freeing thread: the least epoch among the threads that may run a transaction that
+ * could hold a pointer; an object tagged E is released when E is below it.
  *
  * Announcing with a full barrier (txmem_epoch_announce_fenced; every operation on
  * txmem_g_epoch and on announcements here is seq_cst):
  *  - The unlink of the object is visible (the commit happened) before the freer's
- *    fetch_add that produced E.
+ *    fetch_add that produced E (the commit precedes the scan in the freer's program).
  *  - A transaction that began after loading txmem_g_epoch = a > E loaded it from a write
  *    at or after that fetch_add in txmem_g_epoch's modification order, so its load
  *    synchronises with the freer's release (release sequences continue through RMWs):
@@ -156,7 +156,8 @@ static void limbo_gauges(txmem_thread *t) {
     __atomic_store_n(&r->limbo_peak, t->limbo_len, __ATOMIC_RELAXED);
 }
 
-static void limbo_push(txmem_thread *t, void *ptr, size_t size, uint64_t epoch) {
+/* Appends an entry without an epoch yet (publish_limbo tags it). */
+static void limbo_push(txmem_thread *t, void *ptr, size_t size) {
   if (t->limbo_len == t->limbo_cap) {
     /* Grow the ring and unwrap it: entries [head, cap) then [0, head). */
     size_t old_cap = t->limbo_cap;
@@ -174,10 +175,22 @@ static void limbo_push(txmem_thread *t, void *ptr, size_t size, uint64_t epoch) 
     t->limbo_cap = new_cap;
     t->limbo_head = 0;
   }
-  t->limbo[(t->limbo_head + t->limbo_len) & (t->limbo_cap - 1)] =
-      (txmem_limbo_entry){ptr, size, epoch};
+  t->limbo[(t->limbo_head + t->limbo_len) & (t->limbo_cap - 1)] = (txmem_limbo_entry){ptr, size, 0};
   t->limbo_len++;
+  t->limbo_unpublished++;
   t->limbo_bytes += size;
+}
+
+/* Tags the entries pushed since the last publication with E = fetch_add(g_epoch, 1): the
+ * RMW follows the commits that unlinked them (their writes are visible before it), which
+ * is all the safety argument asks of a tag. One RMW per scan instead of one per freeing
+ * commit: g_epoch's cache line is the one every thread's begin reads. */
+static void publish_limbo(txmem_thread *t) {
+  if (!t->limbo_unpublished) return;
+  uint64_t e = atomic_fetch_add(&txmem_g_epoch, 1);
+  for (size_t i = t->limbo_len - t->limbo_unpublished; i < t->limbo_len; i++)
+    t->limbo[(t->limbo_head + i) & (t->limbo_cap - 1)].epoch = e;
+  t->limbo_unpublished = 0;
 }
 
 static void release_orphans(txmem_thread *t, uint64_t safe_below, bool wait_for_lock) {
@@ -207,6 +220,7 @@ static void release_orphans(txmem_thread *t, uint64_t safe_below, bool wait_for_
 /* One reclamation pass: releases every limbo entry (and orphan) whose epoch is safe.
  * Returns the bound it used: entries of epochs below it are released. */
 static uint64_t reclaim_pass(txmem_thread *t, bool wait_for_orphans) {
+  publish_limbo(t);
   uint64_t oldest = t->limbo_len ? t->limbo[t->limbo_head].epoch
                     : atomic_load_explicit(&g_orphan_count, memory_order_relaxed) ? UINT64_MAX
                                                                                   : 0;
@@ -260,11 +274,10 @@ void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n) {
       txmem_backend_release(t, ptrs[i]);
     }
   } else {
-    uint64_t e = atomic_fetch_add(&txmem_g_epoch, 1);
     for (size_t i = 0; i < n; i++) {
       size_t size = txmem_backend_usable(ptrs[i]);
       bytes += size;
-      limbo_push(t, ptrs[i], size, e);
+      limbo_push(t, ptrs[i], size);
     }
   }
   txmem_count(t, TXMEM_C_speculative_frees, n);
@@ -277,8 +290,7 @@ void txmem_epoch_retire_one(txmem_thread *t, void *ptr) {
     txmem_backend_release(t, ptr);
     return;
   }
-  uint64_t e = atomic_fetch_add(&txmem_g_epoch, 1);
-  limbo_push(t, ptr, txmem_backend_usable(ptr), e);
+  limbo_push(t, ptr, txmem_backend_usable(ptr));
   limbo_grew(t);
 }
 

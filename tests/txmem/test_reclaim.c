@@ -103,7 +103,7 @@ static void test_running_transaction_and_orphans(void) {
   CHECKF(s1.limbo_objects >= 60, "limbo %llu: the old transaction did not hold frees back",
          (unsigned long long)s1.limbo_objects);
   CHECK(s1.active_transactions == 1);
-  CHECK(s1.epoch_lag >= 2);
+  CHECK(s1.epoch_lag >= 1); /* the exiting freer's scan published its frees */
   atomic_store(&phase, 3);
   pthread_join(reader, NULL);
   txmem_flush(); /* releases this thread's limbo and the orphans */
