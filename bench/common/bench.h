@@ -32,6 +32,10 @@ void bench_json_int(bench_json *j, const char *key, long long value);
 void bench_json_uint(bench_json *j, const char *key, unsigned long long value);
 void bench_json_double(bench_json *j, const char *key, double value);
 void bench_json_bool(bench_json *j, const char *key, bool value);
+/* Copies the members of `object`, the text of one JSON object ("{...}", e.g. what a
+ * library printed about itself), into the object open now; aborts when `object` is not
+ * braced. */
+void bench_json_members(bench_json *j, const char *object);
 
 /* "allocator": {"name": ..., "path": ...}: the library that defines the malloc this
  * process calls (dladdr of the resolved symbol), named glibc, jemalloc, tcmalloc,

@@ -24,7 +24,9 @@ void tx_backend_stats_reset(void);
  * clean-up transactions). Without it the JSON reports the statistics at print time. */
 void tx_backend_stats_snapshot(void);
 
-/* "tm": {"backend": ..., <every TM option>: value, ...}. */
+/* "tm": {"backend": ..., ...}: the TM configuration in force. A backend with run-time
+ * options adds "tm_options": {<every TM option>: value as given, ...}, which may differ
+ * (an option a design overrides, one the kernel refuses). */
 void tx_backend_json_tm(bench_json *j);
 
 /* Inside "results": "commits", "aborts", "abort_rate" when the TM counts them. */

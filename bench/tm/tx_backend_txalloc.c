@@ -1,12 +1,15 @@
-/* tx_backend.h for txalloc's runtime: every option of the txalloc table is a flag, the
- * "tm" JSON object lists the options of the "tm" and "txmem" layers, and tm_stats_get
- * provides commits, aborts by cause and the true/false conflict classification. */
+/* tx_backend.h for txalloc's runtime: every option of the txalloc table is a flag; the
+ * "tm" JSON object is the configuration in force, as the runtime and the txmem layer report
+ * it, and "tm_options" the values the options were given; tm_stats_get provides commits,
+ * aborts by cause and the true/false conflict classification. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tx_backend.h"
 #include "txalloc/options.h"
 #include "txalloc/tm.h"
+#include "txalloc/txmem.h"
 
 void tx_backend_usage(FILE *out) {
   fprintf(out, "\nTM and allocator options (also read from TXALLOC_<NAME> variables):\n");
@@ -55,8 +58,9 @@ static void stats_get(tm_stats *out) {
     tm_stats_get(out);
 }
 
-static void json_option(bench_json *j, const char *key, size_t index) {
+static void json_option(bench_json *j, size_t index) {
   const txalloc_option_info *o = txalloc_option_at(index);
+  const char *key = o->name;
   char text[128];
   switch (o->type) {
   case TXALLOC_OPTION_BOOL: bench_json_bool(j, key, txalloc_option_value(index) != 0); break;
@@ -68,17 +72,37 @@ static void json_option(bench_json *j, const char *key, size_t index) {
   }
 }
 
+/* The runtime's configuration in force (tm_config_print_json: e.g. etl-wt without
+ * privatization) and the txmem layer's (strategy, safe reuse and whether membarrier
+ * replaced the begin's barrier, which the kernel may refuse, from its getters). Both layers
+ * have started by now: the workload ran transactions. */
+static void json_in_force(bench_json *j) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) {
+    fprintf(stderr, "tx_backend: open_memstream failed\n");
+    exit(1);
+  }
+  tm_config_print_json(mem);
+  fclose(mem);
+  bench_json_members(j, text);
+  free(text);
+  bench_json_str(j, "txmem", txmem_strategy_name(txmem_get_strategy()));
+  bench_json_bool(j, "safe_reuse", txmem_safe_reuse());
+  bench_json_bool(j, "txmem_membarrier", txmem_membarrier_in_force());
+}
+
 void tx_backend_json_tm(bench_json *j) {
   bench_json_object(j, "tm");
-  int backend = txalloc_option_find("tm");
-  if (backend >= 0)
-    json_option(j, "backend", (size_t)backend);
-  else
-    bench_json_str(j, "backend", "txalloc");
+  json_in_force(j);
+  bench_json_end(j);
+  /* As given (flags, TXALLOC_<NAME> variables, defaults), whether or not in force;
+   * txmem_limbo_max, which the layer has no getter for, shows only here. */
+  bench_json_object(j, "tm_options");
   for (size_t i = 0; i < txalloc_option_count(); i++) {
     const txalloc_option_info *o = txalloc_option_at(i);
-    if ((int)i == backend) continue;
-    if (strcmp(o->layer, "tm") == 0 || strcmp(o->layer, "txmem") == 0) json_option(j, o->name, i);
+    if (strcmp(o->layer, "tm") == 0 || strcmp(o->layer, "txmem") == 0) json_option(j, i);
   }
   bench_json_end(j);
 }

@@ -1,7 +1,7 @@
 /* The parts of a transactional workload's JSON object (DESIGN.md bench shape) and exit that
  * every workload writes alike. A workload writes, in this order:
  *   "workload", its own "params" object,
- *   tx_report_config          "threads", ["duration_s"], "allocator", "tm"
+ *   tx_report_config          "threads", ["duration_s"], "allocator", "tm", ["tm_options"]
  *   tx_report_results_begin   opens "results" with "ops", "ops_per_s", "time_s"
  *   its own result counters,
  *   tx_report_results_end     TM commit/abort counts, closes "results", then "tm_stats",

@@ -10,6 +10,8 @@ shape of DESIGN.md, "valid": true, and the options it was given echoed in the JS
     --help-test            check that PROGRAM --help prints a usage text and exits 0
     --bad "ARGS"           check that PROGRAM ARGS exits 2 with a message on stderr and
                            nothing on stdout (repeatable)
+    --expect KEY.KEY=V     check that the JSON holds V (a JSON literal, else a string) at
+                           that path, e.g. tm.privatization=false (repeatable)
 --duration and --ops values are multiplied by TXALLOC_TEST_SCALE (sanitizer builds run
 shorter)."""
 import itertools
@@ -90,22 +92,41 @@ def check_json(cmd, p):
             fail("tm_stats missing or incomplete")
         if stats["commits"] <= 0:
             fail("no commits counted")
-        # Options given on the command line must be what the JSON reports.
+        # "tm" is the configuration in force, "tm_options" the option values as given:
+        # the options on the command line must come back in the latter.
+        options = d.get("tm_options")
+        if not isinstance(options, dict) or "design" not in options:
+            fail("tm_options missing or incomplete")
+        for key in ("backend", "design", "privatization", "txmem", "safe_reuse",
+                    "txmem_membarrier"):
+            if key not in tm:
+                fail("tm lacks %r" % key)
         args = cmd[1:]
         for i, a in enumerate(args[:-1]):
             if not a.startswith("--"):
                 continue
-            name = a[2:].replace("-", "_")
-            key = "backend" if name == "tm" else name
-            if key in tm and str(tm[key]).lower() != args[i + 1].lower():
-                if not (isinstance(tm[key], bool) and args[i + 1] in ("0", "1")):
-                    fail("tm.%s is %r, the command line said %r" % (key, tm[key], args[i + 1]))
+            key = a[2:].replace("-", "_")
+            if key in options and str(options[key]).lower() != args[i + 1].lower():
+                if not (isinstance(options[key], bool) and args[i + 1] in ("0", "1")):
+                    fail("tm_options.%s is %r, the command line said %r"
+                         % (key, options[key], args[i + 1]))
     params = d["params"]
     for name, value in params.items():
         given = flag_value(cmd[1:], name)
         if given is not None and str(value) != given and name not in ("node_size",):
             fail("params.%s is %r, the command line said %r" % (name, value, given))
     return d
+
+
+def check_expected(d, expected):
+    for path, want in expected:
+        node = d
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                fail("JSON has no %s" % path)
+            node = node[part]
+        if node != want:
+            fail("%s is %r, expected %r" % (path, node, want))
 
 
 def main():
@@ -116,7 +137,7 @@ def main():
     opts, cmd = argv[:sep], argv[sep + 1:]
     program, base = cmd[0], cmd[1:]
     env = dict(os.environ)
-    each, bad, help_test = [], [], False
+    each, bad, expected, help_test = [], [], [], False
     i = 0
     while i < len(opts):
         o = opts[i]
@@ -131,6 +152,14 @@ def main():
             i += 2
         elif o == "--bad":
             bad.append(shlex.split(opts[i + 1]))
+            i += 2
+        elif o == "--expect":
+            path, _, text = opts[i + 1].partition("=")
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = text
+            expected.append((path, value))
             i += 2
         elif o == "--help-test":
             help_test = True
@@ -166,6 +195,7 @@ def main():
         if p.returncode != 0:
             fail("exit %d\nstderr: %s\nstdout: %s" % (p.returncode, p.stderr[-2000:], p.stdout[-2000:]))
         d = check_json(full, p)
+        check_expected(d, expected)
         print("  ok: %s ops/s, valid" % round(d["results"]["ops_per_s"]), file=sys.stderr)
         runs += 1
     print("%d runs ok" % runs, file=sys.stderr)
