@@ -45,7 +45,8 @@ static void usage(FILE *out) {
                "  --stride B      bytes between accounts: 8 (packed, default) .. 4096\n"
                "  --balance N     initial balance of each account (default 1000)\n"
                "  --threads N     worker threads (default 1)\n"
-               "  --duration S    seconds of the timed run (default 1)\n"
+               "  --duration S    seconds the workers run (default 1); ops/s divides by the\n"
+               "                  measured span, results.time_s\n"
                "  --seed S        random seed (default 1)\n"
                "  --help          this text\n");
   tx_backend_usage(out);

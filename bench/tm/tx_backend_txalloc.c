@@ -12,7 +12,8 @@
 #include "txalloc/txmem.h"
 
 void tx_backend_usage(FILE *out) {
-  fprintf(out, "\nTM and allocator options (also read from TXALLOC_<NAME> variables):\n");
+  fprintf(out, "\nTM and allocator options (also read from TXALLOC_<NAME> variables). The JSON's\n"
+               "\"tm_options\" lists the TM ones as given, \"tm\" the configuration in force:\n");
   for (size_t i = 0; i < txalloc_option_count(); i++) {
     const txalloc_option_info *o = txalloc_option_at(i);
     char flag[96], value[64];
