@@ -53,15 +53,59 @@ enum tm_flags {
 #define TM_ATOMIC_RO TM_ATOMIC_FLAGS(TM_FLAG_READ_ONLY)
 #define TM_ATOMIC_IRREVOCABLE TM_ATOMIC_FLAGS(TM_FLAG_IRREVOCABLE)
 
-/* The restart point is taken in the caller's frame (sigsetjmp must not return before the
- * longjmp). tm_checkpoint_ returns the jump buffer of the level about to begin; a
- * rollback jumps back with TM_JUMP_RETRY (begin again) or TM_JUMP_CANCEL (tm_abort: skip
- * the block). The switch on sigsetjmp is one of the contexts where C allows setjmp. */
+/* The restart point of a block is taken in the caller's frame (a setjmp-like call must not
+ * return before the jump back). Two entries exist; the library provides both, and a level
+ * records which one began it.
+ *
+ * Fast entry (x86-64, not under a sanitizer or CET): tm_start_ saves the callee-saved
+ * registers, the stack pointer and its return address into a context in the block's own
+ * scope and begins the level, all in one call. A rollback restores that context and returns
+ * from tm_start_ again: 1 after it has begun the level anew (retry), 0 to skip the block
+ * (tm_abort). The signal mask is neither saved nor restored (nor is it by the portable entry).
+ *
+ * Portable entry (everywhere else, or with TXALLOC_TM_PORTABLE_ENTRY defined):
+ * tm_checkpoint_ returns the jump buffer of the level about to begin, sigsetjmp(..., 0) fills
+ * it, tm_begin_ begins the level; a rollback jumps back with TM_JUMP_RETRY (begin again) or
+ * TM_JUMP_CANCEL (tm_abort: skip the block). The switch on sigsetjmp is one of the contexts
+ * where C allows setjmp. The sanitizers need it: their longjmp interceptors learn of the
+ * stack switch. */
 enum { TM_JUMP_START = 0, TM_JUMP_RETRY = 1, TM_JUMP_CANCEL = 2 };
 /* Nested blocks declare the same names in nested scopes: -Wshadow is silenced for the
  * block's header only (the pragmas end before the user's statement). */
 #define TM_SHADOW_OFF_ _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"")
 #define TM_SHADOW_ON_ _Pragma("GCC diagnostic pop")
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
+    __has_feature(memory_sanitizer)
+#define TM_SANITIZED_ 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TM_SANITIZED_ 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CET__)
+#define TM_HAVE_FAST_ENTRY_ 1 /* the library defines tm_start_ */
+#if !defined(TM_SANITIZED_) && !defined(TXALLOC_TM_PORTABLE_ENTRY)
+#define TM_FAST_ENTRY_ 1 /* this translation unit's blocks use it */
+#endif
+#endif
+
+#ifdef TM_HAVE_FAST_ENTRY_
+/* rbx, rbp, r12-r15, the stack pointer after the return, the return address. */
+typedef struct tm_context_ {
+  void *regs_[8];
+} tm_context_;
+TXALLOC_API __attribute__((returns_twice)) int tm_start_(tm_context_ *ctx, int flags);
+#endif
+
+#ifdef TM_FAST_ENTRY_
+#define TM_ATOMIC_FLAGS(flags)                                                                     \
+  TM_SHADOW_OFF_                                                                                   \
+  for (tm_context_ tm_ctx_, *tm_ctx_once_ = &tm_ctx_; tm_ctx_once_; tm_ctx_once_ = NULL)           \
+    for (int tm_run_ = tm_start_(&tm_ctx_, (flags)); tm_run_; tm_run_ = 0, tm_commit_())           \
+  TM_SHADOW_ON_
+#else
 #define TM_ATOMIC_FLAGS(flags)                                                                     \
   TM_SHADOW_OFF_                                                                                   \
   for (volatile int tm_run_ = ({                                                                   \
@@ -74,6 +118,7 @@ enum { TM_JUMP_START = 0, TM_JUMP_RETRY = 1, TM_JUMP_CANCEL = 2 };
        });                                                                                         \
        tm_run_; tm_run_ = 0, tm_commit_())                                                         \
   TM_SHADOW_ON_
+#endif
 
 TXALLOC_API sigjmp_buf *tm_checkpoint_(int flags);
 TXALLOC_API void tm_begin_(int flags);

@@ -63,6 +63,7 @@ void stm_thread_init(tm_tx *tx) {
   tx->begin_mode = design_mode();
   tx->begin_fast_load =
       tx->fast_ort && (tx->begin_mode == TM_MODE_ETL_WB || tx->begin_mode == TM_MODE_ETL_WT);
+  tx->plain_begin = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.cm != TM_CM_KILL;
   tx->rcap = 1024;
   tx->rset = malloc((tx->rcap + 1) * sizeof *tx->rset);
   if (tx->rset) {
@@ -453,26 +454,20 @@ bool stm_try_become_irrevocable(tm_tx *tx) {
 }
 
 void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
+  tm_mode mode = tx->begin_mode;
+  bool fast_load = tx->begin_fast_load;
   if (TM_UNLIKELY(irrevocable)) {
     stm_irrevocable_acquire(tx);
-    tx->mode = TM_MODE_IRREVOCABLE;
-    tx->fast_load = false;
+    mode = TM_MODE_IRREVOCABLE;
+    fast_load = false;
   } else {
     /* New transactions wait while an irrevocable one runs (it would make them abort). */
-    for (unsigned i = 0; TM_UNLIKELY(__atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE)); i++)
+    for (unsigned i = 0; __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE); i++)
       tm_pause_or_yield(i);
-    tx->mode = tx->begin_mode;
-    tx->fast_load = tx->begin_fast_load;
   }
-  uint64_t now = clock_now();
-  __atomic_store_n(&tx->active_since, now, __ATOMIC_RELAXED); /* tm_request_validation */
-  __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
-  tx->rn = 0;
-  tx->wn = 0;
-  tx->ctl_locked = 0;
   /* bloom is only ever set under CTL (ctl_store). */
-  if (TM_UNLIKELY(tx->bloom) && tx->mode == TM_MODE_CTL_WB) ctl_index_rebuild(tx, 0);
-  __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
+  if (tx->bloom && mode == TM_MODE_CTL_WB) ctl_index_rebuild(tx, 0);
+  uint64_t now = stm_begin_attempt(tx, mode, fast_load);
   /* prio and status are read and changed only by the kill contention manager: under any
    * other cm, status stays TM_STATUS_ACTIVE (its initial value) and prio is never read. */
   if (tm_cfg.cm == TM_CM_KILL) {

@@ -147,8 +147,11 @@ typedef struct tm_wentry {
 
 /* ---- Nesting levels ---- */
 typedef struct tm_level {
+#ifdef TM_HAVE_FAST_ENTRY_
+  tm_context_ *ctx; /* fast entry: the context tm_start_ saved; NULL: portable entry, jb */
+#endif
   sigjmp_buf jb;
-  size_t rset_mark, wset_mark; /* sizes of the sets when the level began */
+  size_t rset_mark, wset_mark; /* sizes of the sets when the level began (children only) */
   unsigned retries;            /* aborts of this level since its block was entered */
   unsigned conflict_retries;   /* consecutive conflict aborts (escalate to the parent) */
   int flags;
@@ -193,6 +196,7 @@ typedef struct tm_tx {
   unsigned top_conflicts; /* of which conflict aborts (irrevocable_after counts these: a
                              transaction waiting with tm_restart must not go serial) */
   bool want_irrevocable;  /* next top-level attempt runs irrevocably */
+  bool plain_begin;       /* stm backend and cm != kill (stm_begin_is_plain) */
   bool irrevocable_stat;  /* this attempt counts as irrevocable (lock backend) */
   uint64_t bloom;         /* CTL: bit (addr >> 3) & 63 of each written word */
   size_t ctl_locked;      /* CTL commit: entries [0, ctl_locked) have been linked into locks */
@@ -204,7 +208,8 @@ typedef struct tm_tx {
   uint64_t wait_word;
   uint64_t rng; /* backoff randomisation */
 
-  tm_stats stats; /* this thread's counters; others read them with relaxed loads */
+  tm_stats stats; /* this thread's counters (commits stays 0: the histogram counts them); others
+                   read them with relaxed loads */
 
   /* ---- read/written by other threads ---- */
   _Alignas(TM_CACHE_LINE) uint64_t status; /* TM_STATUS_* (cm=kill) */
@@ -246,20 +251,43 @@ void tm_pause_or_yield(unsigned i);
 
 /* ---- STM backend (stm.c) ---- */
 void stm_thread_init(tm_tx *tx);
-/* Top-level begin; `fresh`: first attempt (not a retry). */
-void stm_begin(tm_tx *tx, bool irrevocable, bool fresh);
 void stm_commit(tm_tx *tx);
 /* Undoes the effects of levels >= level (level 1: everything, releasing all locks). */
 void stm_rollback(tm_tx *tx, unsigned level);
+/* Closed nesting: the child's writes become the parent's. */
 void stm_merge_child(tm_tx *tx, unsigned child);
+/* cm=wait, after an abort that held locks: waits (bounded) for the contended lock's release. */
 void stm_wait_after_abort(tm_tx *tx);
-/* cm=wait: the contended lock's release, bounded */ /* closed nesting: child's writes -> parent
-                                                      */
 uint64_t stm_load_word(tm_tx *tx, uintptr_t w);
 void stm_store_word(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask);
 bool stm_try_become_irrevocable(tm_tx *tx); /* in place, when nothing was accessed yet */
 void stm_irrevocable_acquire(tm_tx *tx);    /* waits until this thread holds the flag */
 void stm_irrevocable_release(tm_tx *tx);
+/* The stores that start every STM attempt: its mode, a snapshot at the current clock, empty
+ * read and write sets, a new attempt number. Returns the clock value. */
+static inline __attribute__((always_inline)) uint64_t stm_begin_attempt(tm_tx *tx, tm_mode mode,
+                                                                        bool fast_load) {
+  tx->mode = mode;
+  tx->fast_load = fast_load;
+  uint64_t now = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
+  __atomic_store_n(&tx->active_since, now, __ATOMIC_RELAXED); /* tm_request_validation */
+  __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
+  tx->rn = 0;
+  tx->wn = 0;
+  tx->ctl_locked = 0;
+  __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
+  return now;
+}
+/* Whether a top-level attempt may begin with stm_begin_attempt alone (tm_runtime.c's fast
+ * begin): a revocable attempt (no irrevocability asked), no irrevocable transaction running
+ * (new ones wait for it), no CTL index to empty, no kill contention manager to inform
+ * (tx->plain_begin: the stm backend and cm != kill). */
+static inline bool stm_begin_is_plain(const tm_tx *tx, int flags) {
+  return tx->plain_begin && !(flags & TM_FLAG_IRREVOCABLE) && !tx->want_irrevocable && !tx->bloom &&
+         __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE) == NULL;
+}
+/* Top-level begin, every case; `fresh`: first attempt (not a retry). */
+void stm_begin(tm_tx *tx, bool irrevocable, bool fresh);
 
 /* ---- Attribution (stm_attribution.c) ----
  * With attribution on, every ORT entry is two words: the lock word and a summary of the

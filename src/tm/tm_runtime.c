@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "tm/tm_internal.h"
 #include "txalloc/txmem.h"
@@ -195,33 +198,45 @@ int tm_register_callbacks(const tm_callbacks *cb) {
 /* Lifecycle events. txmem (tm_malloc/tm_free, tm_alloc.c) is the runtime's own subscriber:
  * its hooks are called directly, first, with no table walk or indirect call; the table
  * holds the subscribers registered through tm_register_callbacks, which receive every
- * event after txmem, in registration order. */
+ * event after txmem, in registration order (run_table_*: txmem's hook, then the table). */
 static __attribute__((noinline)) void run_table_begin(unsigned n, unsigned depth) {
+  txmem_tx_begin(depth);
   for (unsigned i = 0; i < n; i++)
     if (callbacks[i].on_begin) callbacks[i].on_begin(callbacks[i].ctx, depth);
 }
 static __attribute__((noinline)) void run_table_commit(unsigned n, unsigned depth) {
+  txmem_tx_commit(depth);
   for (unsigned i = 0; i < n; i++)
     if (callbacks[i].on_commit) callbacks[i].on_commit(callbacks[i].ctx, depth);
 }
 static __attribute__((noinline)) void run_table_abort(unsigned n, unsigned depth) {
+  txmem_tx_abort(depth);
   for (unsigned i = 0; i < n; i++)
     if (callbacks[i].on_abort) callbacks[i].on_abort(callbacks[i].ctx, depth);
 }
 static inline void run_callbacks_begin(unsigned depth) {
-  txmem_tx_begin(depth);
   unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
-  if (TM_UNLIKELY(n)) run_table_begin(n, depth);
+  if (TM_UNLIKELY(n)) {
+    run_table_begin(n, depth);
+    return;
+  }
+  txmem_tx_begin(depth); /* a tail call in the callers' common paths */
 }
 static inline void run_callbacks_commit(unsigned depth) {
-  txmem_tx_commit(depth);
   unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
-  if (TM_UNLIKELY(n)) run_table_commit(n, depth);
+  if (TM_UNLIKELY(n)) {
+    run_table_commit(n, depth);
+    return;
+  }
+  txmem_tx_commit(depth); /* a tail call in the callers' common paths */
 }
 static inline void run_callbacks_abort(unsigned depth) {
-  txmem_tx_abort(depth);
   unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
-  if (TM_UNLIKELY(n)) run_table_abort(n, depth);
+  if (TM_UNLIKELY(n)) {
+    run_table_abort(n, depth);
+    return;
+  }
+  txmem_tx_abort(depth); /* a tail call in the callers' common paths */
 }
 static void run_callbacks_thread_exit(void) {
   txmem_thread_exit();
@@ -231,55 +246,175 @@ static void run_callbacks_thread_exit(void) {
 }
 
 /* ---- Atomic blocks ---- */
-sigjmp_buf *tm_checkpoint_(int flags) {
-  (void)flags;
-  tm_tx *tx = tm_self;
-  if (TM_UNLIKELY(!tx)) tx = tm_thread_setup();
+
+/* A block is entered: the level it begins (depth + 1), its retry counters zeroed. */
+static inline tm_level *level_enter(tm_tx *tx) {
   unsigned d = tx->depth + 1;
   if (TM_UNLIKELY(d >= tx->level_cap)) levels_grow(tx);
   tm_level *lv = tx->levels[d];
   lv->retries = 0;
   lv->conflict_retries = 0;
+  return lv;
+}
+
+/* Begins level d (lv = tx->levels[d]), first or again (lv->retries > 0: a retry). The top
+ * level's escalation state (top_retries, top_conflicts, want_irrevocable) belongs to the
+ * block, not the attempt: it is reset when the block ends (end_top). */
+static __attribute__((noinline)) void begin_top_other(tm_tx *tx, tm_level *lv, int flags) {
+  bool irrevocable = (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable;
+  if (tm_cfg.backend == TM_BACKEND_STM) {
+    stm_begin(tx, irrevocable, lv->retries == 0);
+  } else {
+    tm_lock_begin(tx);
+    tx->irrevocable_stat = irrevocable;
+  }
+  run_callbacks_begin(1);
+}
+
+static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_level *lv, unsigned d,
+                                                              int flags) {
+  tx->depth = d;
+  lv->flags = flags;
+  if (TM_LIKELY(d == 1)) {
+    tx->wlevel = 1;
+    /* Both branches end in calls only (tail calls where this is inlined last). */
+    if (TM_LIKELY(stm_begin_is_plain(tx, flags))) {
+      stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_load);
+      run_callbacks_begin(1);
+    } else {
+      begin_top_other(tx, lv, flags);
+    }
+    return;
+  }
+  tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d : 1;
+  lv->rset_mark = tx->rn;
+  lv->wset_mark = tx->wn;
+  /* Flat nesting: the children are part of one transaction; subscribers (txmem) treat each
+   * reported depth as a level they can roll back on its own, so only depth 1 is reported. */
+  if (tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks_begin(d);
+  if (flags & TM_FLAG_IRREVOCABLE) tm_become_irrevocable();
+}
+
+/* The top-level block ends (commit or tm_abort). */
+static inline void end_top(tm_tx *tx) {
+  tx->depth = 0;
+  tx->mode = TM_MODE_NONE;
+  tx->fast_load = false;
+  __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
+  tx->top_retries = 0;
+  tx->top_conflicts = 0;
+  tx->want_irrevocable = false;
+}
+
+sigjmp_buf *tm_checkpoint_(int flags) {
+  (void)flags;
+  tm_tx *tx = tm_self;
+  if (TM_UNLIKELY(!tx)) tx = tm_thread_setup();
+  tm_level *lv = level_enter(tx);
+#ifdef TM_HAVE_FAST_ENTRY_
+  lv->ctx = NULL;
+#endif
   return &lv->jb;
 }
 
 void tm_begin_(int flags) {
   tm_tx *tx = tm_self;
-  unsigned d = ++tx->depth;
-  tm_level *lv = tx->levels[d];
-  lv->flags = flags;
-  if (d == 1) {
-    bool fresh = lv->retries == 0;
-    if (fresh) {
-      tx->top_retries = 0;
-      tx->top_conflicts = 0;
-      tx->want_irrevocable = false;
-    }
-    bool irrevocable = (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable ||
-                       (tm_cfg.irrevocable_after && tx->top_conflicts >= tm_cfg.irrevocable_after);
-    tx->wlevel = 1;
-    lv->rset_mark = 0;
-    lv->wset_mark = 0;
-    if (tm_cfg.backend == TM_BACKEND_LOCK) {
-      tm_lock_begin(tx);
-      tx->irrevocable_stat = irrevocable;
-    } else {
-      stm_begin(tx, irrevocable, fresh);
-      tx->irrevocable_stat = false;
-    }
-  } else {
-    tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d : 1;
-    lv->rset_mark = tx->rn;
-    lv->wset_mark = tx->wn;
-  }
-  /* Flat nesting: the children are part of one transaction; subscribers (txmem) treat each
-   * reported depth as a level they can roll back on its own, so only depth 1 is reported. */
-  if (d == 1 || tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks_begin(d);
-  if (d > 1 && (flags & TM_FLAG_IRREVOCABLE)) tm_become_irrevocable();
+  unsigned d = tx->depth + 1;
+  level_begin(tx, tx->levels[d], d, flags);
 }
 
-void tm_commit_(void) {
+#ifdef TM_HAVE_FAST_ENTRY_
+/* The fast entry (tm.h). tm_start_ stores the caller's callee-saved registers, its stack
+ * pointer after the return and the return address into *ctx, calls tm_enter_ (which begins
+ * the level and ends in a tail call to txmem's hook) and returns 1. tm_jump_ makes tm_start_ return
+ * `value` again: the registers and stack pointer are those of that first return, which is
+ * all a returns_twice call's caller may rely on. Not for sanitizer builds (their longjmp
+ * interceptors must see stack switches) nor CET shadow stacks (the jump does not unwind the
+ * shadow stack); tm.h falls back to the portable entry there. */
+__asm__(".text\n"
+        ".globl tm_start_\n"
+        ".type tm_start_, @function\n"
+        ".p2align 4\n"
+        "tm_start_:\n"
+        ".cfi_startproc\n"
+        "  movq (%rsp), %rax\n"
+        "  leaq 8(%rsp), %rdx\n"
+        "  movq %rbx, 0(%rdi)\n"
+        "  movq %rbp, 8(%rdi)\n"
+        "  movq %r12, 16(%rdi)\n"
+        "  movq %r13, 24(%rdi)\n"
+        "  movq %r14, 32(%rdi)\n"
+        "  movq %r15, 40(%rdi)\n"
+        "  movq %rdx, 48(%rdi)\n"
+        "  movq %rax, 56(%rdi)\n"
+        "  subq $8, %rsp\n" /* the call below finds the stack aligned as the ABI says */
+        ".cfi_adjust_cfa_offset 8\n"
+        "  call tm_enter_\n"
+        "  addq $8, %rsp\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "  movl $1, %eax\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size tm_start_, .-tm_start_\n"
+        ".globl tm_jump_\n"
+        ".hidden tm_jump_\n"
+        ".type tm_jump_, @function\n"
+        ".p2align 4\n"
+        "tm_jump_:\n"
+        ".cfi_startproc\n"
+        "  movq 0(%rdi), %rbx\n"
+        "  movq 8(%rdi), %rbp\n"
+        "  movq 16(%rdi), %r12\n"
+        "  movq 24(%rdi), %r13\n"
+        "  movq 32(%rdi), %r14\n"
+        "  movq 40(%rdi), %r15\n"
+        "  movq 48(%rdi), %rsp\n"
+        "  movl %esi, %eax\n"
+        "  jmpq *56(%rdi)\n"
+        ".cfi_endproc\n"
+        ".size tm_jump_, .-tm_jump_\n");
+_Noreturn void tm_jump_(tm_context_ *ctx, int value);
+void tm_enter_(tm_context_ *ctx, int flags);
+
+static __attribute__((noinline)) void enter_other(tm_context_ *ctx, int flags) {
   tm_tx *tx = tm_self;
+  if (!tx) tx = tm_thread_setup();
+  tm_level *lv = level_enter(tx);
+  lv->ctx = ctx;
+  level_begin(tx, lv, tx->depth + 1, flags);
+}
+
+/* The common case, a top-level block of a thread that is set up, has no stack frame: its
+ * only calls are tail calls. */
+void tm_enter_(tm_context_ *ctx, int flags) {
+  tm_tx *tx = tm_self;
+  if (TM_LIKELY(tx != NULL) && TM_LIKELY(tx->depth == 0)) {
+    tm_level *lv = tx->levels[1]; /* level_cap >= 8 from the set-up */
+    lv->retries = 0;
+    lv->conflict_retries = 0;
+    lv->ctx = ctx;
+    level_begin(tx, lv, 1, flags);
+    return;
+  }
+  enter_other(ctx, flags);
+}
+#endif
+
+/* The top-level block committed: counters, end of the block, then the subscribers. */
+static inline __attribute__((always_inline)) void commit_top_done(tm_tx *tx, bool read_only,
+                                                                  bool irrevocable) {
+  /* `commits` is not counted: it is the sum of the retry histogram (tm_stats.c). */
+  tm_stats *s = &tx->stats;
+  unsigned k = tx->top_retries;
+  tm_stat_add(
+      &s->retry_histogram[k < TM_RETRY_HISTOGRAM_BUCKETS ? k : TM_RETRY_HISTOGRAM_BUCKETS - 1], 1);
+  if (read_only) tm_stat_add(&s->commits_read_only, 1);
+  if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
+  end_top(tx);
+  run_callbacks_commit(1);
+}
+
+static __attribute__((noinline)) void commit_other(tm_tx *tx) {
   unsigned d = tx->depth;
   if (d > 1) {
     if (tm_cfg.nesting == TM_NESTING_CLOSED && tx->mode != TM_MODE_LOCK) stm_merge_child(tx, d);
@@ -293,22 +428,20 @@ void tm_commit_(void) {
   bool irrevocable = mode == TM_MODE_IRREVOCABLE || tx->irrevocable_stat;
   if (mode == TM_MODE_LOCK)
     tm_lock_commit(tx);
-  else if (!read_only || mode == TM_MODE_IRREVOCABLE)
-    stm_commit(tx); /* a revocable read-only attempt is consistent at `end` (LSA): nothing to do */
-  tx->depth = 0;
-  tx->mode = TM_MODE_NONE;
-  tx->fast_load = false;
-  __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
-  tm_stats *s = &tx->stats;
-  tm_stat_add(&s->commits, 1);
-  if (read_only) tm_stat_add(&s->commits_read_only, 1);
-  if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
-  unsigned k = tx->top_retries;
-  tm_stat_add(
-      &s->retry_histogram[k < TM_RETRY_HISTOGRAM_BUCKETS ? k : TM_RETRY_HISTOGRAM_BUCKETS - 1], 1);
-  tx->top_retries = 0;
-  tx->want_irrevocable = false;
-  run_callbacks_commit(1);
+  else
+    stm_commit(tx);
+  commit_top_done(tx, read_only, irrevocable);
+}
+
+/* The common case, a revocable read-only top level, has no stack frame: an attempt that
+ * wrote nothing is consistent at its snapshot (LSA) and has nothing to publish. */
+void tm_commit_(void) {
+  tm_tx *tx = tm_self;
+  if (TM_LIKELY(tx->depth == 1 && tx->wn == 0 && tx->mode < TM_MODE_IRREVOCABLE)) {
+    commit_top_done(tx, true, false);
+    return;
+  }
+  commit_other(tx);
 }
 
 static void backoff(tm_tx *tx, unsigned retries) {
@@ -345,9 +478,15 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   if (cls == TM_CLASS_FALSE) tm_stat_add(&s->false_conflicts, 1);
   if (cls == TM_CLASS_UNKNOWN) tm_stat_add(&s->unknown_conflicts, 1);
   tx->top_retries++;
-  if (cls != TM_CLASS_NONE) tx->top_conflicts++;
   if (tx->top_retries > s->max_consecutive_aborts)
     __atomic_store_n(&s->max_consecutive_aborts, tx->top_retries, __ATOMIC_RELAXED);
+  if (cls != TM_CLASS_NONE) {
+    tx->top_conflicts++;
+    /* irrevocable_after: the block's next top-level attempt runs irrevocably. */
+    if (tm_cfg.irrevocable_after && tx->top_conflicts >= tm_cfg.irrevocable_after)
+      tx->want_irrevocable = true;
+  }
+  if (level == 1 && jump == TM_JUMP_CANCEL) end_top(tx);
   tm_level *lv = tx->levels[level];
   lv->retries++;
   if (tx->wait_lock) stm_wait_after_abort(tx);
@@ -356,6 +495,15 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   /* Repeated conflicts usually mean the other transaction is descheduled (more threads than
    * cores): give it the processor instead of spinning through retries. */
   if (cls != TM_CLASS_NONE && tx->top_retries >= TM_YIELD_AFTER) sched_yield();
+#ifdef TM_HAVE_FAST_ENTRY_
+  if (lv->ctx) { /* fast entry: tm_start_ returns 1 with the level begun again, or 0 */
+    if (jump == TM_JUMP_RETRY) level_begin(tx, lv, level, lv->flags);
+#ifdef __SANITIZE_ADDRESS__
+    __asan_handle_no_return(); /* the frames jumped over leave the stack */
+#endif
+    tm_jump_(lv->ctx, jump == TM_JUMP_RETRY);
+  }
+#endif
   siglongjmp(lv->jb, jump);
 }
 

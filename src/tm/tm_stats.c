@@ -31,7 +31,8 @@ const char *tm_abort_cause_name(tm_abort_cause cause) {
 /* Applies fn to every counter pair (sums; max_consecutive_aborts takes the maximum). */
 static void merge(tm_stats *into, const tm_stats *from) {
 #define LD(f) __atomic_load_n(&from->f, __ATOMIC_RELAXED)
-  into->commits += LD(commits);
+  /* Commits are not counted on their own: each is in one bucket of the retry histogram. */
+  for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++) into->commits += LD(retry_histogram[k]);
   into->commits_read_only += LD(commits_read_only);
   into->commits_irrevocable += LD(commits_irrevocable);
   into->aborts += LD(aborts);
