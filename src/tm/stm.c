@@ -37,7 +37,7 @@ static inline uint64_t clock_now(void) {
 }
 
 /* ---- Set-up ---- */
-_Static_assert(offsetof(tm_tx, rcap) + sizeof(size_t) <= TM_CACHE_LINE,
+_Static_assert(offsetof(tm_tx, rlimit) + sizeof(tm_rentry *) <= TM_CACHE_LINE,
                "the fields of the load fast path share the descriptor's first cache line");
 
 static tm_mode design_mode(void) {
@@ -61,14 +61,17 @@ void stm_thread_init(tm_tx *tx) {
   tx->word_mask = (uint8_t)tm_cfg.word_index_mask;
   /* What every revocable attempt starts with (stm_begin). */
   tx->begin_mode = design_mode();
-  tx->begin_fast_load =
-      tx->fast_ort && (tx->begin_mode == TM_MODE_ETL_WB || tx->begin_mode == TM_MODE_ETL_WT);
+  tx->begin_fast_tx =
+      tx->fast_ort && (tx->begin_mode == TM_MODE_ETL_WB || tx->begin_mode == TM_MODE_ETL_WT) ? tx
+                                                                                             : NULL;
   tx->plain_begin = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.cm != TM_CM_KILL;
   tx->rcap = 1024;
   tx->rset = malloc((tx->rcap + 1) * sizeof *tx->rset);
   if (tx->rset) {
     tx->rset[0] = (tm_rentry){NULL, 0, 0};
     tx->rset++;
+    tm_rset_truncate(tx, 0);
+    tx->rlimit = tx->rset + tx->rcap - 1;
   }
   void *region = mmap(NULL, TM_WSET_MAX * sizeof(tm_wentry), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -81,11 +84,13 @@ void stm_thread_init(tm_tx *tx) {
 }
 
 void stm_rset_grow(tm_tx *tx) {
-  size_t cap = tx->rcap * 2;
+  size_t cap = tx->rcap * 2, n = tm_rn(tx);
   tm_rentry *r = realloc(tx->rset - 1, (cap + 1) * sizeof *r);
   if (!r) tm_fatal("out of memory growing a read set");
   tx->rset = r + 1;
   tx->rcap = cap;
+  tm_rset_truncate(tx, n);
+  tx->rlimit = tx->rset + cap - 1;
 }
 
 static tm_wentry *wentry_alloc(tm_tx *tx) {
@@ -117,7 +122,7 @@ static tm_wentry *chain_find(tm_wentry *e, uintptr_t w) {
  * its lock still shows the version read, or we hold the lock and took it over that version. */
 static size_t validate(const tm_tx *tx) {
   const tm_rentry *r = tx->rset;
-  for (size_t i = 0, n = tx->rn; i < n; i++) {
+  for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
     uint64_t l = __atomic_load_n(r[i].lock, __ATOMIC_ACQUIRE);
     if (TM_LIKELY(l == r[i].seen)) continue;
     if (!(l & 1) && tm_same_version(l, r[i].seen)) continue; /* restored (write-through) */
@@ -444,22 +449,22 @@ void stm_irrevocable_release(tm_tx *tx) {
 
 bool stm_try_become_irrevocable(tm_tx *tx) {
   tm_tx *expected = NULL;
-  if (tx->depth != 1 || tx->rn != 0 || tx->wn != 0) return false;
+  if (tx->depth != 1 || tm_rn(tx) != 0 || tx->wn != 0) return false;
   if (!__atomic_compare_exchange_n(&tm_irrevocable.owner, &expected, tx, false, __ATOMIC_SEQ_CST,
                                    __ATOMIC_RELAXED))
     return false;
   tx->mode = TM_MODE_IRREVOCABLE;
-  tx->fast_load = false;
+  tm_fast_tx = NULL;
   return true;
 }
 
 void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
   tm_mode mode = tx->begin_mode;
-  bool fast_load = tx->begin_fast_load;
+  tm_tx *fast_tx = tx->begin_fast_tx;
   if (TM_UNLIKELY(irrevocable)) {
     stm_irrevocable_acquire(tx);
     mode = TM_MODE_IRREVOCABLE;
-    fast_load = false;
+    fast_tx = NULL;
   } else {
     /* New transactions wait while an irrevocable one runs (it would make them abort). */
     for (unsigned i = 0; __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE); i++)
@@ -467,7 +472,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
   }
   /* bloom is only ever set under CTL (ctl_store). */
   if (tx->bloom && mode == TM_MODE_CTL_WB) ctl_index_rebuild(tx, 0);
-  uint64_t now = stm_begin_attempt(tx, mode, fast_load);
+  uint64_t now = stm_begin_attempt(tx, mode, fast_tx);
   /* prio and status are read and changed only by the kill contention manager: under any
    * other cm, status stays TM_STATUS_ACTIVE (its initial value) and prio is never read. */
   if (tm_cfg.cm == TM_CM_KILL) {
@@ -599,7 +604,7 @@ static void rollback_in_place(tm_tx *tx, size_t mark) {
       if (!fresh) fresh = tm_version_word(__atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST));
       word = fresh;
       /* Our surviving reads of this stripe saw the content we restored. */
-      for (size_t r = 0; r < tx->rn; r++)
+      for (size_t r = 0, n = tm_rn(tx); r < n; r++)
         if (tx->rset[r].lock == ws[i].lock && tm_same_version(tx->rset[r].seen, ws[i].saved))
           tx->rset[r].seen = word;
     }
@@ -612,7 +617,7 @@ static void rollback_in_place(tm_tx *tx, size_t mark) {
 void stm_rollback(tm_tx *tx, unsigned level) {
   size_t wmark = level == 1 ? 0 : tx->levels[level]->wset_mark;
   size_t rmark = level == 1 ? 0 : tx->levels[level]->rset_mark;
-  tx->rn = rmark;
+  tm_rset_truncate(tx, rmark);
   if (level == 1 && tx->wb_ts) __atomic_store_n(&tx->wb_ts, 0, __ATOMIC_RELEASE);
   tm_wentry *ws = tx->wset;
   switch (tx->mode) {

@@ -62,17 +62,17 @@ void stm_rset_grow(tm_tx *tx);
 static inline __attribute__((always_inline)) bool rset_try_push(tm_tx *tx, uint64_t *lock,
                                                                 uint64_t seen, uintptr_t w) {
   uint64_t info = tm_read_info_tx(tx, w);
-  tm_rentry *last = &tx->rset[tx->rn - 1];
+  tm_rentry *last = tx->rlast;
   if (last->lock == lock && last->seen == seen && ((last->info ^ info) >> 16) == 0) {
     last->info |= info;
     return true;
   }
-  if (TM_UNLIKELY(tx->rn == tx->rcap)) return false;
+  if (TM_UNLIKELY(last == tx->rlimit)) return false;
   tm_rentry *e = last + 1;
   e->lock = lock;
   e->seen = seen;
   e->info = info;
-  tx->rn++;
+  tx->rlast = e;
   return true;
 }
 
@@ -83,7 +83,7 @@ static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t
   }
 }
 
-/* The common case of a load under encounter-time locking (tx->fast_load: the lock map is
+/* The common case of a load under encounter-time locking (tm_fast_tx: the lock map is
  * the descriptor's copy, tm_ort_lock's shift-mask case): the stripe is unlocked, its
  * version is inside the snapshot and stays the same around the read, and the read set has
  * room (rset_try_push). Everything else (including the read itself, again) goes to stm_load_word,

@@ -30,7 +30,7 @@ static void plain_store(uintptr_t a, unsigned size, uint64_t v) {
 }
 
 /* Every load that is not an aligned 64-bit load under ETL. */
-static uint64_t load_slow(tm_tx *tx, uintptr_t a, unsigned size) {
+static __attribute__((noinline)) uint64_t load_slow(tm_tx *tx, uintptr_t a, unsigned size) {
   if (!tx || tx->mode == TM_MODE_NONE) {
     if ((a & (size - 1)) == 0) return plain_load(a, size);
     uint64_t v = 0;
@@ -79,9 +79,9 @@ static void store_slow(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
 }
 
 static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
-  tm_tx *tx = tm_self;
-  if (TM_LIKELY(tx && tx->fast_load && (a & 7) == 0)) return stm_load_word_fast(tx, a);
-  return load_slow(tx, a, 8);
+  tm_tx *tx = tm_fast_tx;
+  if (TM_LIKELY(tx != NULL && (a & 7) == 0)) return stm_load_word_fast(tx, a);
+  return load_slow(tm_self, a, 8);
 }
 
 uint64_t tm_load_u64(const volatile uint64_t *addr) { return load_u64((uintptr_t)addr); }

@@ -173,17 +173,18 @@ typedef struct tm_tx {
   /* ---- hot: the owner's fast paths. The first cache line holds everything the inlined
    * load (stm_load_word_fast) touches; the second what begin/commit and stores touch. ---- */
   tm_mode mode;
-  bool fast_load;       /* ETL design and fast_ort: tm_load_u64 may take the inlined path */
-  bool fast_ort;        /* the map below is valid (shift-mask hash, shift >= ort_stride) */
-  bool begin_fast_load; /* fast_load for a revocable attempt (stm_thread_init) */
-  uint8_t word_mask;    /* tm_cfg.word_index_mask (tm_read_info_tx) */
+  bool fast_ort;     /* the map below is valid (shift-mask hash, shift >= ort_stride) */
+  uint8_t word_mask; /* tm_cfg.word_index_mask (tm_read_info_tx) */
   unsigned ort_rshift;
   unsigned info_shift; /* tm_cfg.shift (tm_read_info_tx) */
   uint64_t ort_amask;
   char *ort_base;
   uint64_t end; /* snapshot: valid for versions <= end (as a lock word: end << 1) */
-  tm_rentry *rset;
-  size_t rn, rcap;
+  /* Read set: entries rset[0 .. tm_rn), rlast the newest (rset - 1, a sentinel, when empty),
+   * rlimit the last slot (rset + rcap - 1). */
+  tm_rentry *rset, *rlast, *rlimit;
+  size_t rcap;
+  struct tm_tx *begin_fast_tx; /* tm_fast_tx for a revocable attempt (stm_thread_init) */
 
   tm_mode begin_mode; /* the mode of a revocable attempt (the configured design) */
   unsigned depth;     /* current nesting depth (0 = outside) */
@@ -233,6 +234,13 @@ static inline uint64_t tm_read_info_tx(const tm_tx *tx, uintptr_t w) {
 }
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
+/* The thread's descriptor while its attempt may take the inlined load path (an ETL design
+ * with the descriptor's lock map: stm_load_word_fast), else NULL: one test in tm_load_u64
+ * covers "set up, in a transaction, on the fast path". */
+extern __thread tm_tx *tm_fast_tx __attribute__((tls_model("initial-exec")));
+
+static inline size_t tm_rn(const tm_tx *tx) { return (size_t)(tx->rlast + 1 - tx->rset); }
+static inline void tm_rset_truncate(tm_tx *tx, size_t n) { tx->rlast = tx->rset + n - 1; }
 
 /* ---- Front-end services (tm_runtime.c) ---- */
 void tm_runtime_init(void);
@@ -266,13 +274,13 @@ void stm_irrevocable_release(tm_tx *tx);
 /* The stores that start every STM attempt: its mode, a snapshot at the current clock, empty
  * read and write sets, a new attempt number. Returns the clock value. */
 static inline __attribute__((always_inline)) uint64_t stm_begin_attempt(tm_tx *tx, tm_mode mode,
-                                                                        bool fast_load) {
+                                                                        tm_tx *fast_tx) {
   tx->mode = mode;
-  tx->fast_load = fast_load;
+  tm_fast_tx = fast_tx;
   uint64_t now = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
   __atomic_store_n(&tx->active_since, now, __ATOMIC_RELAXED); /* tm_request_validation */
   __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
-  tx->rn = 0;
+  tm_rset_truncate(tx, 0);
   tx->wn = 0;
   tx->ctl_locked = 0;
   __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);

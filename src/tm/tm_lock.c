@@ -19,7 +19,7 @@ void tm_lock_begin(tm_tx *tx) {
   }
   tx->mode = TM_MODE_LOCK;
   tx->wn = 0;
-  tx->rn = 0;
+  tm_rset_truncate(tx, 0);
 }
 
 static void release(void) { __atomic_store_n(&global_lock.held, 0, __ATOMIC_RELEASE); }
