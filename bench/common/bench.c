@@ -144,18 +144,6 @@ void bench_rng_seed(bench_rng *r, uint64_t seed, uint64_t stream) {
   if (r->s == 0) r->s = 1; /* xorshift state must not be zero */
 }
 
-uint64_t bench_rng_next(bench_rng *r) { /* xorshift64* */
-  r->s ^= r->s >> 12;
-  r->s ^= r->s << 25;
-  r->s ^= r->s >> 27;
-  return r->s * 0x2545f4914f6cdd1dULL;
-}
-
-uint64_t bench_rng_below(bench_rng *r, uint64_t bound) {
-  /* Lemire's multiply-shift; the slight bias (< bound / 2^64) does not matter here. */
-  return (uint64_t)(((unsigned __int128)bench_rng_next(r) * bound) >> 64);
-}
-
 /* ---- Threads ---- */
 
 struct thread_start {

@@ -64,9 +64,21 @@ typedef struct bench_rng {
 } bench_rng;
 /* Distinct deterministic streams per (seed, stream) pair, e.g. stream = thread index. */
 void bench_rng_seed(bench_rng *r, uint64_t seed, uint64_t stream);
-uint64_t bench_rng_next(bench_rng *r);
-/* Uniform in [0, bound), bound > 0. */
-uint64_t bench_rng_below(bench_rng *r, uint64_t bound);
+/* Inline: workloads draw one or two numbers per operation of a few nanoseconds, and a call
+ * into the library keeps the state in memory; the harness should cost both TMs compared as
+ * little as possible. xorshift64*. */
+static inline uint64_t bench_rng_next(bench_rng *r) {
+  uint64_t s = r->s;
+  s ^= s >> 12;
+  s ^= s << 25;
+  s ^= s >> 27;
+  r->s = s;
+  return s * 0x2545f4914f6cdd1dULL;
+}
+/* Uniform in [0, bound), bound > 0: Lemire's multiply-shift (bias < bound / 2^64). */
+static inline uint64_t bench_rng_below(bench_rng *r, uint64_t bound) {
+  return (uint64_t)(((unsigned __int128)bench_rng_next(r) * bound) >> 64);
+}
 
 /* ---- Threads: run fn(index, arg) on n threads that start together (a barrier). ---- */
 typedef void (*bench_thread_fn)(int index, void *arg);
