@@ -57,8 +57,6 @@ void stm_thread_init(tm_tx *tx) {
   tx->ort_base = (char *)tm_cfg.ort;
   tx->ort_rshift = tm_cfg.shift - (tx->fast_ort ? tm_cfg.ort_stride : 0);
   tx->ort_amask = tm_cfg.ort_mask << tm_cfg.ort_stride;
-  tx->info_shift = tm_cfg.shift;
-  tx->word_mask = (uint8_t)tm_cfg.word_index_mask;
   /* What every revocable attempt starts with (stm_begin). */
   tx->begin_mode = design_mode();
   tx->begin_fast_tx =
@@ -68,8 +66,7 @@ void stm_thread_init(tm_tx *tx) {
   tx->rcap = 1024;
   tx->rset = malloc((tx->rcap + 1) * sizeof *tx->rset);
   if (tx->rset) {
-    tx->rset[0] = (tm_rentry){NULL, 0, 0};
-    tx->rset++;
+    tx->rset++; /* rset[-1]: where rlast points when the set is empty */
     tm_rset_truncate(tx, 0);
     tx->rlimit = tx->rset + tx->rcap - 1;
   }

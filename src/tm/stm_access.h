@@ -55,23 +55,16 @@ static inline bool owned_by(const tm_tx *tx, uint64_t l) {
 static inline tm_wentry *lock_head(uint64_t l) { return (tm_wentry *)(uintptr_t)(l - 1); }
 
 void stm_rset_grow(tm_tx *tx);
-/* Records a read of word w (lock word `seen`): merged into the previous entry when it is
- * the same stripe at the same version, else appended. Returns false, recording nothing,
- * when an append finds the read set full. rset[-1] is a sentinel (lock NULL), so the
- * previous entry can always be inspected. */
+/* Records a read of word w (lock word `seen`). Returns false, recording nothing, when the
+ * read set is full. */
 static inline __attribute__((always_inline)) bool rset_try_push(tm_tx *tx, uint64_t *lock,
                                                                 uint64_t seen, uintptr_t w) {
-  uint64_t info = tm_read_info_tx(tx, w);
   tm_rentry *last = tx->rlast;
-  if (last->lock == lock && last->seen == seen && ((last->info ^ info) >> 16) == 0) {
-    last->info |= info;
-    return true;
-  }
   if (TM_UNLIKELY(last == tx->rlimit)) return false;
   tm_rentry *e = last + 1;
   e->lock = lock;
   e->seen = seen;
-  e->info = info;
+  e->addr = w;
   tx->rlast = e;
   return true;
 }

@@ -26,21 +26,20 @@
 
 /* True when we read word w under r's lock at r's version. */
 static bool reads_hit_word(const tm_tx *tx, const tm_rentry *r, uintptr_t w) {
-  uint64_t stripe = w >> tm_cfg.shift, bit = tm_word_bit(w);
   for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
     const tm_rentry *e = &tx->rset[i];
-    if (e->lock == r->lock && tm_same_version(e->seen, r->seen) && (e->info >> 16) == stripe &&
-        (e->info & bit))
-      return true;
+    if (e->lock == r->lock && tm_same_version(e->seen, r->seen) && e->addr == w) return true;
   }
   return false;
 }
 
+/* True when we read, under r's lock at r's version, a word of a stripe with tag `tag` whose
+ * bit is in `bits`. */
 static bool reads_hit_summary(const tm_tx *tx, const tm_rentry *r, uint64_t tag, uint64_t bits) {
   for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
     const tm_rentry *e = &tx->rset[i];
     if (e->lock == r->lock && tm_same_version(e->seen, r->seen) &&
-        tm_stripe_tag(e->info >> 16) == tag && (e->info & bits))
+        tm_stripe_tag(e->addr >> tm_cfg.shift) == tag && (tm_word_bit(e->addr) & bits))
       return true;
   }
   return false;

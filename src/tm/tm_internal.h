@@ -121,11 +121,13 @@ static inline uint64_t *tm_ort_lock(uintptr_t addr) {
 }
 
 /* ---- Read set and write set ---- */
-/* Consecutive reads of one stripe under one version share an entry. */
+/* One entry per read of a word (no merging: an entry costs three stores, where finding the
+ * previous entry of the same stripe and merging a word bitmap into it cost more than the
+ * larger read set's validation saves; docs/stm.md). */
 typedef struct tm_rentry {
   uint64_t *lock;
-  uint64_t seen; /* the (unlocked) lock word when the read happened */
-  uint64_t info; /* (stripe number << 16) | bitmap of the words read in it (attribution) */
+  uint64_t seen;  /* the (unlocked) lock word when the read happened */
+  uintptr_t addr; /* the word read (attribution) */
 } tm_rentry;
 
 /* One written word at one nesting level. Fields other threads read (addr, next, tx, saved)
@@ -173,15 +175,13 @@ typedef struct tm_tx {
   /* ---- hot: the owner's fast paths. The first cache line holds everything the inlined
    * load (stm_load_word_fast) touches; the second what begin/commit and stores touch. ---- */
   tm_mode mode;
-  bool fast_ort;     /* the map below is valid (shift-mask hash, shift >= ort_stride) */
-  uint8_t word_mask; /* tm_cfg.word_index_mask (tm_read_info_tx) */
+  bool fast_ort; /* the map below is valid (shift-mask hash, shift >= ort_stride) */
   unsigned ort_rshift;
-  unsigned info_shift; /* tm_cfg.shift (tm_read_info_tx) */
   uint64_t ort_amask;
   char *ort_base;
   uint64_t end; /* snapshot: valid for versions <= end (as a lock word: end << 1) */
-  /* Read set: entries rset[0 .. tm_rn), rlast the newest (rset - 1, a sentinel, when empty),
-   * rlimit the last slot (rset + rcap - 1). */
+  /* Read set: entries rset[0 .. tm_rn), rlast the newest (rset - 1 when empty), rlimit the
+   * last slot (rset + rcap - 1). */
   tm_rentry *rset, *rlast, *rlimit;
   size_t rcap;
   struct tm_tx *begin_fast_tx; /* tm_fast_tx for a revocable attempt (stm_thread_init) */
@@ -227,11 +227,6 @@ typedef struct tm_tx {
    * thread's own write commits, not after each of its begins. */
   _Alignas(TM_CACHE_LINE) uint64_t wb_ts;
 } tm_tx;
-
-/* tm_read_info (below) from the descriptor's copies: the load fast path touches one line. */
-static inline uint64_t tm_read_info_tx(const tm_tx *tx, uintptr_t w) {
-  return ((uint64_t)(w >> tx->info_shift) << 16) | (UINT64_C(1) << ((w >> 3) & tx->word_mask));
-}
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
 /* The thread's descriptor while its attempt may take the inlined load path (an ETL design
@@ -314,9 +309,6 @@ static inline uint64_t tm_stripe_tag(uint64_t stripe) {
 }
 static inline uint64_t tm_word_bit(uintptr_t w) {
   return UINT64_C(1) << ((w >> 3) & tm_cfg.word_index_mask);
-}
-static inline uint64_t tm_read_info(uintptr_t w) {
-  return ((uint64_t)(w >> tm_cfg.shift) << 16) | tm_word_bit(w);
 }
 /* A lock held by another transaction stopped us at word w (lock word l seen). */
 tm_conflict_class tm_classify_locked(const uint64_t *lock, uint64_t l, uintptr_t w);

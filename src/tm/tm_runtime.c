@@ -375,7 +375,8 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size tm_jump_, .-tm_jump_\n");
 _Noreturn void tm_jump_(tm_context_ *ctx, int value);
-void tm_enter_(tm_context_ *ctx, int flags);
+/* Called from the assembly only: `used` keeps it through link-time optimisation. */
+__attribute__((used)) void tm_enter_(tm_context_ *ctx, int flags);
 
 static __attribute__((noinline)) void enter_other(tm_context_ *ctx, int flags) {
   tm_tx *tx = tm_self;
