@@ -153,9 +153,80 @@ TXALLOC_API void tm_store_ptr(void *volatile *addr, void *value);
 TXALLOC_API void tm_store_float(volatile float *addr, float value);
 TXALLOC_API void tm_store_double(volatile double *addr, double value);
 
+/* ---- The load fast path, inline in the caller (internal; docs/stm.md "Loads"). The common
+ * load, an aligned 8-byte word under etl-wb/etl-wt with the shift-mask map whose stripe is
+ * unlocked, inside the snapshot and unchanged around the read, with room in the read set,
+ * is done here; everything else calls tm_load_u64. tm_fast_view_ is the thread's
+ * descriptor while its attempt may take this path, else NULL; tm_load_view_ mirrors the
+ * descriptor's first fields (src/tm/tm_internal.h puts it there). Not used under the
+ * sanitizers or with TXALLOC_TM_NO_INLINE_LOADS defined (tm_load then calls the library). */
+struct tm_rentry_ {
+  uint64_t *lock; /* the stripe's versioned lock */
+  uint64_t seen;  /* the lock word when the read happened */
+  uintptr_t addr; /* the word read */
+};
+#define TM_LOAD_VIEW_FIELDS_                                                                       \
+  unsigned ort_rshift; /* lock of word w: ort_base + ((w >> ort_rshift) & ort_amask) */            \
+  uint64_t ort_amask;                                                                              \
+  char *ort_base;                                                                                  \
+  uint64_t end; /* snapshot bound, as a lock word */                                               \
+  /* read set: entries rset[0..], rlast the newest (rset - 1: empty), rlimit the last slot */      \
+  struct tm_rentry_ *rset, *rlast, *rlimit;
+typedef struct tm_load_view_ {
+  TM_LOAD_VIEW_FIELDS_
+} tm_load_view_;
+TXALLOC_API extern __thread tm_load_view_ *tm_fast_view_ __attribute__((tls_model("initial-exec")));
+
+/* Stores the word at w (8-aligned) in *out and returns 1 when the fast path applies. */
+static inline __attribute__((always_inline)) int tm_load_try_(tm_load_view_ *v, uintptr_t w,
+                                                              uint64_t *out) {
+  uint64_t *lock = (uint64_t *)(v->ort_base + ((w >> v->ort_rshift) & v->ort_amask));
+  uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(l <= __atomic_load_n(&v->end, __ATOMIC_RELAXED) && !(l & 1), 1)) {
+    uint64_t value = __atomic_load_n((const uint64_t *)w, __ATOMIC_ACQUIRE);
+    struct tm_rentry_ *last = v->rlast;
+    if (__builtin_expect(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l && last != v->rlimit, 1)) {
+      last[1].lock = lock;
+      last[1].seen = l;
+      last[1].addr = w;
+      v->rlast = last + 1;
+      *out = value;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+#if !defined(TM_SANITIZED_) && !defined(TXALLOC_TM_NO_INLINE_LOADS)
+static inline __attribute__((always_inline)) uint64_t
+tm_load_inline_u64(const volatile uint64_t *addr) {
+  tm_load_view_ *v = tm_fast_view_;
+  uintptr_t w = (uintptr_t)addr;
+  uint64_t value;
+  if (__builtin_expect(v != NULL && (w & 7) == 0, 1) && tm_load_try_(v, w, &value)) return value;
+  return tm_load_u64(addr);
+}
+static inline __attribute__((always_inline)) void *tm_load_inline_ptr(void *const volatile *addr) {
+  return (void *)(uintptr_t)tm_load_inline_u64(
+      (const volatile uint64_t *)(const volatile void *)addr);
+}
+static inline __attribute__((always_inline)) double
+tm_load_inline_double(const volatile double *addr) {
+  uint64_t bits = tm_load_inline_u64((const volatile uint64_t *)(const volatile void *)addr);
+  double d;
+  __builtin_memcpy(&d, &bits, sizeof d);
+  return d;
+}
+#else
+#define tm_load_inline_u64 tm_load_u64
+#define tm_load_inline_ptr tm_load_ptr
+#define tm_load_inline_double tm_load_double
+#endif
+
 /* tm_load(p) / tm_store(p, v) pick the sized function from the type of *p (integers of
- * 1, 2, 4, 8 bytes, float, double; anything else must be a pointer). */
-#define TM_SIZED_(p, op)                                                                           \
+ * 1, 2, 4, 8 bytes, float, double; anything else must be a pointer); 8-byte loads take the
+ * inline fast path. */
+#define TM_SIZED_(p, op, op8)                                                                      \
   _Generic(*(p), _Bool                                                                             \
            : tm_##op##_u8, int8_t                                                                  \
            : tm_##op##_u8, uint8_t                                                                 \
@@ -165,15 +236,16 @@ TXALLOC_API void tm_store_double(volatile double *addr, double value);
            : tm_##op##_u16, int32_t                                                                \
            : tm_##op##_u32, uint32_t                                                               \
            : tm_##op##_u32, long                                                                   \
-           : tm_##op##_u64, unsigned long                                                          \
-           : tm_##op##_u64, long long                                                              \
-           : tm_##op##_u64, unsigned long long                                                     \
-           : tm_##op##_u64, float                                                                  \
+           : op8##_u64, unsigned long                                                              \
+           : op8##_u64, long long                                                                  \
+           : op8##_u64, unsigned long long                                                         \
+           : op8##_u64, float                                                                      \
            : tm_##op##_float, double                                                               \
-           : tm_##op##_double, default                                                             \
-           : tm_##op##_ptr)
-#define tm_load(p) ((__typeof__(*(p)))TM_SIZED_(p, load)((const volatile void *)(p)))
-#define tm_store(p, v) TM_SIZED_(p, store)((volatile void *)(p), (v))
+           : op8##_double, default                                                                 \
+           : op8##_ptr)
+#define tm_load(p)                                                                                 \
+  ((__typeof__(*(p)))TM_SIZED_(p, load, tm_load_inline)((const volatile void *)(p)))
+#define tm_store(p, v) TM_SIZED_(p, store, tm_store)((volatile void *)(p), (v))
 
 /* ---- Memory inside transactions: allocation is undone on abort; a free takes effect
  * when the top-level transaction commits. Outside a transaction: plain malloc/free. ---- */

@@ -37,7 +37,7 @@ static inline uint64_t clock_now(void) {
 }
 
 /* ---- Set-up ---- */
-_Static_assert(offsetof(tm_tx, rlimit) + sizeof(tm_rentry *) <= TM_CACHE_LINE,
+_Static_assert(offsetof(tm_tx, view) == 0 && sizeof(tm_load_view_) <= TM_CACHE_LINE,
                "the fields of the load fast path share the descriptor's first cache line");
 
 static tm_mode design_mode(void) {
@@ -59,9 +59,10 @@ void stm_thread_init(tm_tx *tx) {
   tx->ort_amask = tm_cfg.ort_mask << tm_cfg.ort_stride;
   /* What every revocable attempt starts with (stm_begin). */
   tx->begin_mode = design_mode();
-  tx->begin_fast_tx =
-      tx->fast_ort && (tx->begin_mode == TM_MODE_ETL_WB || tx->begin_mode == TM_MODE_ETL_WT) ? tx
-                                                                                             : NULL;
+  tx->begin_fast_view =
+      tx->fast_ort && (tx->begin_mode == TM_MODE_ETL_WB || tx->begin_mode == TM_MODE_ETL_WT)
+          ? &tx->view
+          : NULL;
   tx->plain_begin = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.cm != TM_CM_KILL;
   tx->rcap = 1024;
   tx->rset = malloc((tx->rcap + 1) * sizeof *tx->rset);
@@ -451,17 +452,17 @@ bool stm_try_become_irrevocable(tm_tx *tx) {
                                    __ATOMIC_RELAXED))
     return false;
   tx->mode = TM_MODE_IRREVOCABLE;
-  tm_fast_tx = NULL;
+  tm_fast_view_ = NULL;
   return true;
 }
 
 void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
   tm_mode mode = tx->begin_mode;
-  tm_tx *fast_tx = tx->begin_fast_tx;
+  tm_load_view_ *fast_view = tx->begin_fast_view;
   if (TM_UNLIKELY(irrevocable)) {
     stm_irrevocable_acquire(tx);
     mode = TM_MODE_IRREVOCABLE;
-    fast_tx = NULL;
+    fast_view = NULL;
   } else {
     /* New transactions wait while an irrevocable one runs (it would make them abort). */
     for (unsigned i = 0; __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE); i++)
@@ -469,7 +470,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
   }
   /* bloom is only ever set under CTL (ctl_store). */
   if (tx->bloom && mode == TM_MODE_CTL_WB) ctl_index_rebuild(tx, 0);
-  uint64_t now = stm_begin_attempt(tx, mode, fast_tx);
+  uint64_t now = stm_begin_attempt(tx, mode, fast_view);
   /* prio and status are read and changed only by the kill contention manager: under any
    * other cm, status stays TM_STATUS_ACTIVE (its initial value) and prio is never read. */
   if (tm_cfg.cm == TM_CM_KILL) {

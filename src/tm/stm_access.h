@@ -76,21 +76,4 @@ static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t
   }
 }
 
-/* The common case of a load under encounter-time locking (tm_fast_tx: the lock map is
- * the descriptor's copy, tm_ort_lock's shift-mask case): the stripe is unlocked, its
- * version is inside the snapshot and stays the same around the read, and the read set has
- * room (rset_try_push). Everything else (including the read itself, again) goes to stm_load_word,
- * called in tail position so the fast path needs no stack frame. */
-static inline __attribute__((always_inline)) uint64_t stm_load_word_fast(tm_tx *tx, uintptr_t w) {
-  uint64_t *lock = (uint64_t *)(tx->ort_base + ((w >> tx->ort_rshift) & tx->ort_amask));
-  uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
-  if (TM_LIKELY(l <= __atomic_load_n(&tx->end, __ATOMIC_RELAXED) && !(l & 1))) {
-    uint64_t v = word_read(w);
-    if (TM_LIKELY(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l) &&
-        TM_LIKELY(rset_try_push(tx, lock, l, w)))
-      return v;
-  }
-  return stm_load_word(tx, w);
-}
-
 #endif

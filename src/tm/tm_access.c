@@ -78,9 +78,15 @@ static void store_slow(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
   stm_store_word(tx, w + 8, v >> ((8 - off) * 8), m >> ((8 - off) * 8));
 }
 
+/* The library's copy of the inline load (tm.h): anything but its common case continues in
+ * stm_load_word (a tail call: the fast path has no stack frame). */
 static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
-  tm_tx *tx = tm_fast_tx;
-  if (TM_LIKELY(tx != NULL && (a & 7) == 0)) return stm_load_word_fast(tx, a);
+  tm_load_view_ *v = tm_fast_view_;
+  uint64_t value;
+  if (TM_LIKELY(v != NULL && (a & 7) == 0)) {
+    if (TM_LIKELY(tm_load_try_(v, a, &value))) return value;
+    return stm_load_word(tm_view_tx(v), a);
+  }
   return load_slow(tm_self, a, 8);
 }
 

@@ -121,14 +121,11 @@ static inline uint64_t *tm_ort_lock(uintptr_t addr) {
 }
 
 /* ---- Read set and write set ---- */
-/* One entry per read of a word (no merging: an entry costs three stores, where finding the
- * previous entry of the same stripe and merging a word bitmap into it cost more than the
- * larger read set's validation saves; docs/stm.md). */
-typedef struct tm_rentry {
-  uint64_t *lock;
-  uint64_t seen;  /* the (unlocked) lock word when the read happened */
-  uintptr_t addr; /* the word read (attribution) */
-} tm_rentry;
+/* One entry per read of a word (tm.h's struct tm_rentry_: lock, the unlocked lock word seen,
+ * the word's address for attribution). No merging: an entry costs three stores, where
+ * finding the previous entry of the same stripe and merging a word bitmap into it cost more
+ * than the larger read set's validation saves (docs/stm.md). */
+typedef struct tm_rentry_ tm_rentry;
 
 /* One written word at one nesting level. Fields other threads read (addr, next, tx, saved)
  * are written with relaxed atomic stores. */
@@ -172,19 +169,21 @@ typedef struct tm_wslot {
 enum { TM_STATUS_ACTIVE = 0, TM_STATUS_COMMITTING = 1, TM_STATUS_KILLED = 2 };
 
 typedef struct tm_tx {
-  /* ---- hot: the owner's fast paths. The first cache line holds everything the inlined
-   * load (stm_load_word_fast) touches; the second what begin/commit and stores touch. ---- */
+  /* ---- hot: the owner's fast paths. First what the inline load (tm.h's tm_load_try_)
+   * touches, as tm.h's tm_load_view_ and under the same names (ort_rshift, ort_amask,
+   * ort_base, end: the snapshot bound as a lock word, rset/rlast/rlimit: the read set, rlast
+   * = rset - 1 when empty, rlimit = rset + rcap - 1), all in the first cache line; then what
+   * begin/commit and stores touch. ---- */
+  union {
+    tm_load_view_ view;
+    struct {
+      TM_LOAD_VIEW_FIELDS_
+    };
+  };
   tm_mode mode;
-  bool fast_ort; /* the map below is valid (shift-mask hash, shift >= ort_stride) */
-  unsigned ort_rshift;
-  uint64_t ort_amask;
-  char *ort_base;
-  uint64_t end; /* snapshot: valid for versions <= end (as a lock word: end << 1) */
-  /* Read set: entries rset[0 .. tm_rn), rlast the newest (rset - 1 when empty), rlimit the
-   * last slot (rset + rcap - 1). */
-  tm_rentry *rset, *rlast, *rlimit;
+  bool fast_ort; /* the map above is valid (shift-mask hash, shift >= ort_stride) */
   size_t rcap;
-  struct tm_tx *begin_fast_tx; /* tm_fast_tx for a revocable attempt (stm_thread_init) */
+  tm_load_view_ *begin_fast_view; /* tm_fast_view_ for a revocable attempt (stm_thread_init) */
 
   tm_mode begin_mode; /* the mode of a revocable attempt (the configured design) */
   unsigned depth;     /* current nesting depth (0 = outside) */
@@ -229,10 +228,10 @@ typedef struct tm_tx {
 } tm_tx;
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
-/* The thread's descriptor while its attempt may take the inlined load path (an ETL design
- * with the descriptor's lock map: stm_load_word_fast), else NULL: one test in tm_load_u64
- * covers "set up, in a transaction, on the fast path". */
-extern __thread tm_tx *tm_fast_tx __attribute__((tls_model("initial-exec")));
+/* tm_fast_view_ (tm.h): &tm_self->view while the attempt may take the inline load path (an
+ * ETL design with the descriptor's lock map), else NULL: one test covers "set up, in a
+ * transaction, on the fast path". The view is the descriptor's first member. */
+static inline tm_tx *tm_view_tx(tm_load_view_ *v) { return (tm_tx *)(void *)v; }
 
 static inline size_t tm_rn(const tm_tx *tx) { return (size_t)(tx->rlast + 1 - tx->rset); }
 static inline void tm_rset_truncate(tm_tx *tx, size_t n) { tx->rlast = tx->rset + n - 1; }
@@ -269,9 +268,9 @@ void stm_irrevocable_release(tm_tx *tx);
 /* The stores that start every STM attempt: its mode, a snapshot at the current clock, empty
  * read and write sets, a new attempt number. Returns the clock value. */
 static inline __attribute__((always_inline)) uint64_t stm_begin_attempt(tm_tx *tx, tm_mode mode,
-                                                                        tm_tx *fast_tx) {
+                                                                        tm_load_view_ *fast_view) {
   tx->mode = mode;
-  tm_fast_tx = fast_tx;
+  tm_fast_view_ = fast_view;
   uint64_t now = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
   __atomic_store_n(&tx->active_since, now, __ATOMIC_RELAXED); /* tm_request_validation */
   __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);

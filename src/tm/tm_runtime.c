@@ -28,7 +28,7 @@
 
 tm_config tm_cfg;
 __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
-__thread tm_tx *tm_fast_tx __attribute__((tls_model("initial-exec")));
+__thread tm_load_view_ *tm_fast_view_ __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t runtime_once = PTHREAD_ONCE_INIT;
 static pthread_key_t thread_key;
@@ -280,7 +280,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
     tx->wlevel = 1;
     /* Both branches end in calls only (tail calls where this is inlined last). */
     if (TM_LIKELY(stm_begin_is_plain(tx, flags))) {
-      stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_tx);
+      stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view);
       run_callbacks_begin(1);
     } else {
       begin_top_other(tx, lv, flags);
@@ -300,7 +300,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
 static inline void end_top(tm_tx *tx) {
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
-  tm_fast_tx = NULL;
+  tm_fast_view_ = NULL;
   __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   tx->top_retries = 0;
   tx->top_conflicts = 0;
@@ -466,7 +466,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
     stm_rollback(tx, level);
   if (level == 1) {
     tx->mode = TM_MODE_NONE;
-    tm_fast_tx = NULL;
+    tm_fast_view_ = NULL;
     __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   }
   tx->depth = level - 1;

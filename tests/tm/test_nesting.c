@@ -178,7 +178,9 @@ static volatile uint64_t *conflict_word;
 static TM_TEST_TX void b_nested(void) {
   TM_ATOMIC {
     parent_runs++;
-    uint64_t p = tm_load(&cm_.p_word);
+    /* Read in the child after the child's restart point: volatile, as tm.h asks of locals
+     * live across a block's entry (gcc's -Wclobbered cannot tell it is never modified). */
+    volatile uint64_t p = tm_load(&cm_.p_word);
     tm_store(&cm_.p_out, p + 100);
     TM_ATOMIC {
       int run = ++child_runs;
