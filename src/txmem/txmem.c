@@ -62,16 +62,24 @@ static inline void release_own(void *ptr, size_t size) {
 /* ---- Levels ---- */
 /* The hooks' common cases stay free of calls (the rare work is in noinline functions
  * reached by tail calls), so that they need no stack frame. */
+static __attribute__((noinline)) void begin_top_publish(txmem_thread *t) {
+  txmem_hot_publish(t);
+  if (t->safe_reuse) txmem_epoch_announce(t);
+}
+
 static inline void begin_level(txmem_thread *t, unsigned depth) {
   uint64_t seq = ++t->ticket;
   t->levels[depth] = (txmem_level){seq, t->undo_len, t->commit_len};
   t->cur_seq = seq;
   t->cur_undo_start = t->undo_len;
-  if (depth == 1) {
-    if (TXMEM_UNLIKELY((++t->hot[TXMEM_HOT_transactions] & 255) == 0)) txmem_hot_publish(t);
-    if (t->safe_reuse) txmem_epoch_announce(t);
-  }
+  /* depth first (only this thread reads it), so that the rest can end in tail calls */
   t->depth = depth;
+  if (depth != 1) return;
+  if (TXMEM_UNLIKELY((++t->hot[TXMEM_HOT_transactions] & 255) == 0)) {
+    begin_top_publish(t);
+    return;
+  }
+  if (t->safe_reuse) txmem_epoch_announce(t);
 }
 
 static __attribute__((noinline)) void begin_slow(txmem_thread *t, unsigned depth) {
