@@ -580,6 +580,7 @@ void stm_commit(tm_tx *tx) {
     for (size_t i = 0, n = tx->wn; i < n; i++) word_write(ws[i].addr, ws[i].value, ws[i].mask);
   }
   release_all(tx, tx->wn, tm_version_word(ts));
+  tx->ctl_locked = 0;
   if (tm_cfg.privatization) privatization_barrier(tx, ts);
 }
 

@@ -185,9 +185,10 @@ typedef struct tm_tx {
   size_t rcap;
   tm_load_view_ *begin_fast_view; /* tm_fast_view_ for a revocable attempt (stm_thread_init) */
 
-  tm_mode begin_mode; /* the mode of a revocable attempt (the configured design) */
   unsigned depth;     /* current nesting depth (0 = outside) */
-  unsigned wlevel;    /* level stamped on new write entries (depth; 1 when flat) */
+  unsigned wlevel;    /* level stamped on new write entries (depth; 1 when flat); with depth,
+                         one aligned pair (a top-level begin sets both with one store) */
+  tm_mode begin_mode; /* the mode of a revocable attempt (the configured design) */
   tm_wentry *wset;    /* reserved region of TM_WSET_MAX entries */
   size_t wn;
   tm_level **levels; /* levels[d] for d in [1, level_cap) */
@@ -199,7 +200,8 @@ typedef struct tm_tx {
   bool plain_begin;       /* stm backend and cm != kill (stm_begin_is_plain) */
   bool irrevocable_stat;  /* this attempt counts as irrevocable (lock backend) */
   uint64_t bloom;         /* CTL: bit (addr >> 3) & 63 of each written word */
-  size_t ctl_locked;      /* CTL commit: entries [0, ctl_locked) have been linked into locks */
+  size_t ctl_locked;      /* CTL commit: entries [0, ctl_locked) have been linked into locks (0
+                             outside a commit: stm_commit and stm_rollback reset it) */
 
   tm_wslot *wslots;
   size_t wslot_mask;
@@ -216,7 +218,6 @@ typedef struct tm_tx {
   uint64_t kill_class;                     /* classification the killer computed */
   uint64_t prio;          /* start time of the first attempt (older wins under cm=kill) */
   uint64_t attempt;       /* incremented at each top-level begin (attribution re-checks it) */
-  uint64_t active_since;  /* clock at top-level begin, UINT64_MAX outside a transaction */
   struct tm_tx *all_next; /* list of every descriptor ever made (never freed) */
   struct tm_tx *free_next;
   bool live;
@@ -272,11 +273,9 @@ static inline __attribute__((always_inline)) uint64_t stm_begin_attempt(tm_tx *t
   tx->mode = mode;
   tm_fast_view_ = fast_view;
   uint64_t now = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
-  __atomic_store_n(&tx->active_since, now, __ATOMIC_RELAXED); /* tm_request_validation */
   __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
   tm_rset_truncate(tx, 0);
   tx->wn = 0;
-  tx->ctl_locked = 0;
   __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
   return now;
 }

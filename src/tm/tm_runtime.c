@@ -133,7 +133,6 @@ tm_tx *tm_thread_setup(void) {
     tx->all_next = all_txs;
     __atomic_store_n(&all_txs, tx, __ATOMIC_RELEASE);
   }
-  __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   __atomic_store_n(&tx->live, true, __ATOMIC_RELAXED);
   tx->rng = 0x9E3779B97F4A7C15ull * tx->id + (uint64_t)(uintptr_t)&tx;
   pthread_mutex_unlock(&threads_lock);
@@ -156,7 +155,6 @@ void tm_thread_exit(void) {
   pthread_mutex_lock(&threads_lock);
   tm_stats_fold_thread(tx);
   __atomic_store_n(&tx->live, false, __ATOMIC_RELAXED);
-  __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   tx->free_next = free_txs;
   free_txs = tx;
   pthread_mutex_unlock(&threads_lock);
@@ -301,7 +299,6 @@ static inline void end_top(tm_tx *tx) {
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
   tm_fast_view_ = NULL;
-  __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   tx->top_retries = 0;
   tx->top_conflicts = 0;
   tx->want_irrevocable = false;
@@ -467,7 +464,6 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   if (level == 1) {
     tx->mode = TM_MODE_NONE;
     tm_fast_view_ = NULL;
-    __atomic_store_n(&tx->active_since, UINT64_MAX, __ATOMIC_RELEASE);
   }
   tx->depth = level - 1;
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? (level > 1 ? level - 1 : 1) : 1;
@@ -558,11 +554,12 @@ void tm_become_irrevocable(void) {
 /* Resetting a running transaction's snapshot bound to 0 sends its next load of any stripe
  * ever written, and its commit, through validation (snapshot extension): if its reads are
  * no longer valid it aborts there. extend_or_abort installs its new bound by CAS, so a
- * reset that races with an extension makes the extension validate again. */
+ * reset that races with an extension makes the extension validate again. Every descriptor
+ * is reset, running or not: a transaction that begins later takes a new bound anyway, and
+ * its begin then needs no store for this (the request is rare; begins are not). */
 void tm_request_validation(void) {
   for (tm_tx *t = tm_all_descriptors(); t; t = t->all_next)
-    if (__atomic_load_n(&t->active_since, __ATOMIC_ACQUIRE) != UINT64_MAX)
-      __atomic_store_n(&t->end, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->end, 0, __ATOMIC_RELAXED);
 }
 
 bool tm_in_transaction(void) {
