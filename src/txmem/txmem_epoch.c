@@ -46,6 +46,12 @@
  * epoch is soon newer than the oldest entry), and what lets an idle thread never hold
  * anyone back.
  *
+ * A record showing 0 is skipped. Under sticky announcements a thread therefore stores
+ * (g_epoch, not running) with a seq_cst store when it registers, before its first
+ * transaction: a scan that still reads 0 precedes that store in the seq_cst order, so
+ * the thread's first begin loads an epoch > E (case 2). Exited threads store 0 after
+ * their last transaction.
+ *
  * Scans cost O(threads) and run only when the limbo grew by a batch since the last scan
  * (amortised O(1) per free). A scanning thread is outside any transaction and skips its
  * own record. An exited thread has no announcement.
@@ -224,7 +230,13 @@ static uint64_t reclaim_pass(txmem_thread *t, bool wait_for_orphans) {
   uint64_t oldest = t->limbo_len ? t->limbo[t->limbo_head].epoch
                     : atomic_load_explicit(&g_orphan_count, memory_order_relaxed) ? UINT64_MAX
                                                                                   : 0;
+  /* Only entries tagged before the scan may be released on its evidence: the argument
+   * needs the scan to follow the fetch_add of each tag it judges. Own entries were tagged
+   * above; an exiting thread may tag and orphan entries while this scan runs, and their
+   * tags are >= this load's value. */
+  uint64_t tagged_below = atomic_load(&txmem_g_epoch);
   uint64_t safe_below = safe_epoch_bound(t, oldest);
+  if (safe_below > tagged_below) safe_below = tagged_below;
   txmem_count(t, TXMEM_C_reclaim_scans, 1);
   size_t released = 0;
   while (t->limbo_len) {

@@ -108,6 +108,12 @@ txmem_thread *txmem_thread_setup(txmem_thread *t) {
   t->safe_reuse = cfg->safe_reuse;
   t->sticky = cfg->sticky;
   t->rec = record_acquire();
+  if (t->sticky) {
+    /* Never 0 while this thread may run transactions: scans skip 0 without a membarrier
+     * (txmem_epoch.c). */
+    t->epoch = atomic_load(&txmem_g_epoch);
+    atomic_store(&t->rec->announce, TXMEM_ANNOUNCE(t->epoch, 0));
+  }
   /* A reused record keeps its totals: continue counting from them. */
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++) t->hot[i] = t->rec->counters[hot_to_counter[i]];
   t->hot_published_ops = t->hot[TXMEM_HOT_tx_mallocs] + t->hot[TXMEM_HOT_tx_frees];
