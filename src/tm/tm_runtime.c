@@ -197,45 +197,34 @@ int tm_register_callbacks(const tm_callbacks *cb) {
 /* Lifecycle events. txmem (tm_malloc/tm_free, tm_alloc.c) is the runtime's own subscriber:
  * its hooks are called directly, first, with no table walk or indirect call; the table
  * holds the subscribers registered through tm_register_callbacks, which receive every
- * event after txmem, in registration order (run_table_*: txmem's hook, then the table). */
-static __attribute__((noinline)) void run_table_begin(unsigned n, unsigned depth) {
-  txmem_tx_begin(depth);
-  for (unsigned i = 0; i < n; i++)
-    if (callbacks[i].on_begin) callbacks[i].on_begin(callbacks[i].ctx, depth);
+ * event after txmem, in registration order (run_table: txmem's hook, then the table). */
+typedef enum tm_event { TM_EVENT_BEGIN, TM_EVENT_COMMIT, TM_EVENT_ABORT } tm_event;
+static inline void txmem_hook(tm_event event, unsigned depth) {
+  switch (event) {
+  case TM_EVENT_BEGIN: txmem_tx_begin(depth); return;
+  case TM_EVENT_COMMIT: txmem_tx_commit(depth); return;
+  case TM_EVENT_ABORT: txmem_tx_abort(depth); return;
+  }
 }
-static __attribute__((noinline)) void run_table_commit(unsigned n, unsigned depth) {
-  txmem_tx_commit(depth);
-  for (unsigned i = 0; i < n; i++)
-    if (callbacks[i].on_commit) callbacks[i].on_commit(callbacks[i].ctx, depth);
+static __attribute__((noinline)) void run_table(tm_event event, unsigned n, unsigned depth) {
+  txmem_hook(event, depth);
+  for (unsigned i = 0; i < n; i++) {
+    const tm_callbacks *c = &callbacks[i];
+    void (*fn)(void *, unsigned) = event == TM_EVENT_BEGIN    ? c->on_begin
+                                   : event == TM_EVENT_COMMIT ? c->on_commit
+                                                              : c->on_abort;
+    if (fn) fn(c->ctx, depth);
+  }
 }
-static __attribute__((noinline)) void run_table_abort(unsigned n, unsigned depth) {
-  txmem_tx_abort(depth);
-  for (unsigned i = 0; i < n; i++)
-    if (callbacks[i].on_abort) callbacks[i].on_abort(callbacks[i].ctx, depth);
-}
-static inline void run_callbacks_begin(unsigned depth) {
+/* `event` is a constant at every call site: inlined, this is a load, a test and a tail
+ * call of txmem's hook in the common case. */
+static inline void run_callbacks(tm_event event, unsigned depth) {
   unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
   if (TM_UNLIKELY(n)) {
-    run_table_begin(n, depth);
+    run_table(event, n, depth);
     return;
   }
-  txmem_tx_begin(depth); /* a tail call in the callers' common paths */
-}
-static inline void run_callbacks_commit(unsigned depth) {
-  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
-  if (TM_UNLIKELY(n)) {
-    run_table_commit(n, depth);
-    return;
-  }
-  txmem_tx_commit(depth); /* a tail call in the callers' common paths */
-}
-static inline void run_callbacks_abort(unsigned depth) {
-  unsigned n = __atomic_load_n(&callback_count, __ATOMIC_ACQUIRE);
-  if (TM_UNLIKELY(n)) {
-    run_table_abort(n, depth);
-    return;
-  }
-  txmem_tx_abort(depth); /* a tail call in the callers' common paths */
+  txmem_hook(event, depth);
 }
 static void run_callbacks_thread_exit(void) {
   txmem_thread_exit();
@@ -267,7 +256,7 @@ static __attribute__((noinline)) void begin_top_other(tm_tx *tx, tm_level *lv, i
     tm_lock_begin(tx);
     tx->irrevocable_stat = irrevocable;
   }
-  run_callbacks_begin(1);
+  run_callbacks(TM_EVENT_BEGIN, 1);
 }
 
 static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_level *lv, unsigned d,
@@ -279,7 +268,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
     /* Both branches end in calls only (tail calls where this is inlined last). */
     if (TM_LIKELY(stm_begin_is_plain(tx, flags))) {
       stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view);
-      run_callbacks_begin(1);
+      run_callbacks(TM_EVENT_BEGIN, 1);
     } else {
       begin_top_other(tx, lv, flags);
     }
@@ -290,7 +279,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
   lv->wset_mark = tx->wn;
   /* Flat nesting: the children are part of one transaction; subscribers (txmem) treat each
    * reported depth as a level they can roll back on its own, so only depth 1 is reported. */
-  if (tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks_begin(d);
+  if (tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks(TM_EVENT_BEGIN, d);
   if (flags & TM_FLAG_IRREVOCABLE) tm_become_irrevocable();
 }
 
@@ -410,7 +399,7 @@ static inline __attribute__((always_inline)) void commit_top_done(tm_tx *tx, boo
   if (read_only) tm_stat_add(&s->commits_read_only, 1);
   if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
   end_top(tx);
-  run_callbacks_commit(1);
+  run_callbacks(TM_EVENT_COMMIT, 1);
 }
 
 static __attribute__((noinline)) void commit_other(tm_tx *tx) {
@@ -419,7 +408,7 @@ static __attribute__((noinline)) void commit_other(tm_tx *tx) {
     if (tm_cfg.nesting == TM_NESTING_CLOSED && tx->mode != TM_MODE_LOCK) stm_merge_child(tx, d);
     tx->depth = d - 1;
     tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d - 1 : 1;
-    if (tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks_commit(d);
+    if (tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks(TM_EVENT_COMMIT, d);
     return;
   }
   bool read_only = tx->wn == 0;
@@ -468,7 +457,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   tx->depth = level - 1;
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? (level > 1 ? level - 1 : 1) : 1;
   for (unsigned d = depth; d >= level; d--)
-    if (d == 1 || tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks_abort(d);
+    if (d == 1 || tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks(TM_EVENT_ABORT, d);
   tm_stats *s = &tx->stats;
   tm_stat_add(&s->aborts, 1);
   tm_stat_add(&s->aborts_by_cause[cause], 1);
