@@ -60,10 +60,11 @@
  * the thread (outside any transaction) calls the runtime's stale hook (ask old
  * transactions to validate and abort when doomed) and waits, yielding, until its limbo is
  * below half the mark. The wait ends as soon as every transaction that was running at the
- * frees has ended: later ones announce epochs > E.
+ * scan that tagged the frees has ended: later ones announce epochs > E.
  *
- * Exited threads hand their limbo to a global orphan list (under a mutex); scans of other
- * threads release the orphans whose epoch became safe. */
+ * Exited threads hand their limbo (tagged: their last scan publishes it) to a global orphan
+ * list (under a mutex); scans of other threads that began after the tagging release the
+ * orphans whose epoch became safe. */
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -264,7 +265,7 @@ static void call_stale_hook(uint64_t epoch) {
 }
 
 /* The limbo grew: scan when a batch accumulated; wait when over the high-water mark.
- * Called outside any transaction (depth 0, announcement withdrawn). */
+ * Called outside any transaction (depth 0; the thread's scans skip its own record). */
 static void limbo_grew(txmem_thread *t) {
   limbo_gauges(t);
   if (t->limbo_len < t->limbo_next_scan && t->limbo_len <= txmem_cfg.limbo_max) return;
@@ -310,8 +311,9 @@ void txmem_epoch_flush(txmem_thread *t) {
   reclaim_pass(t, true);
   bool hooked = false;
   while (t->limbo_len || atomic_load_explicit(&g_orphan_count, memory_order_relaxed)) {
-    if (!hooked && t->limbo_len) {
-      call_stale_hook(t->limbo[t->limbo_head].epoch + 1);
+    if (!hooked) { /* ask doomed transactions to end: they may hold orphans too */
+      call_stale_hook(t->limbo_len ? t->limbo[t->limbo_head].epoch + 1
+                                   : atomic_load(&txmem_g_epoch));
       hooked = true;
     }
     sched_yield();

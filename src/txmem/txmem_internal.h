@@ -12,7 +12,8 @@
  *                object to its entry. Dead entries (balanced frees) have ptr == NULL.
  *   commit log   speculative frees since the top level began, in order.
  *   limbo        objects freed by committed transactions, waiting for safe reuse: a FIFO
- *                whose epochs never decrease.
+ *                whose epochs never decrease (the newest limbo_unpublished entries have
+ *                none yet: the next scan tags them).
  *
  * Invariants (checked by the tests through their outcomes):
  *   I1 levels[k].undo_start <= levels[k+1].undo_start <= undo_len, same for commit_start.
