@@ -342,7 +342,18 @@ void txmem_epoch_thread_exit(txmem_thread *t) {
   limbo_gauges(t);
 }
 
-/* The forking thread alone survives: locks another thread held at the fork are reset. */
+/* fork: the forking thread holds both locks across the fork, so neither the orphan list
+ * nor the stale hook is caught half-changed by another thread; the child re-initialises
+ * them (it is their only thread), the parent releases them. Neither lock is held while
+ * the other is taken. */
+void txmem_epoch_atfork_prepare(void) {
+  pthread_mutex_lock(&g_stale_lock);
+  pthread_mutex_lock(&g_orphan_lock);
+}
+void txmem_epoch_atfork_parent(void) {
+  pthread_mutex_unlock(&g_orphan_lock);
+  pthread_mutex_unlock(&g_stale_lock);
+}
 void txmem_epoch_atfork_child(void) {
   pthread_mutex_init(&g_orphan_lock, NULL);
   pthread_mutex_init(&g_stale_lock, NULL);

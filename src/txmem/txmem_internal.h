@@ -264,6 +264,8 @@ void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);
 void txmem_epoch_retire_one(txmem_thread *t, void *ptr);
 void txmem_epoch_flush(txmem_thread *t);
 void txmem_epoch_thread_exit(txmem_thread *t); /* hands the limbo to the orphans */
-void txmem_epoch_atfork_child(void);           /* fresh locks in a child of fork */
+void txmem_epoch_atfork_prepare(void);         /* fork: hold the epoch layer's locks, */
+void txmem_epoch_atfork_parent(void);          /* release them in the parent, */
+void txmem_epoch_atfork_child(void);           /* fresh ones in the child */
 
 #endif

@@ -43,7 +43,7 @@ static void atfork_child(void) {
 static void exit_key_create(void) {
   if (pthread_key_create(&exit_key, exit_destructor) != 0)
     txalloc_message("txmem: no thread-exit key; threads must call txmem_thread_exit");
-  pthread_atfork(NULL, NULL, atfork_child);
+  pthread_atfork(txmem_epoch_atfork_prepare, txmem_epoch_atfork_parent, atfork_child);
 }
 
 _Noreturn void txmem_contract_error(const char *what, unsigned depth, unsigned open) {
