@@ -33,18 +33,28 @@
  * than the one its thread's transaction loaded. A scan reads each other record as:
  *  - epoch > E: not holding E (case 2: its transactions loaded an epoch > E);
  *  - epoch <= E, running: holding (perhaps too long: the true epoch may be later);
- *  - epoch <= E, not running: unknown, because a new transaction's store may still sit in
- *    its CPU's store buffer while the transaction reads. If such records are all that hold
- *    the oldest entry back, the scan runs membarrier(PRIVATE_EXPEDITED), which returns
- *    after every thread of the process passed a full barrier, and reads the records again.
- *    A record still not running then is not holding: had its thread's store come before
- *    its barrier, it would be visible now (or a later store of that thread); if it came
- *    after, so do the transaction's loads (the compiler keeps them after the store), and
- *    they follow the unlink, which preceded the scan's membarrier.
+ *  - epoch <= E, not running, fence_next set: not holding. fence_next is set by a scan
+ *    before its membarrier (below), or by the thread itself at registration, and cleared
+ *    only by the thread's own begin, which then clears it and announces with the exchange
+ *    before it reads anything. A begin that loads the flag set therefore comes after this
+ *    scan's reads in the seq_cst order (its clear, drained by the exchange, was not
+ *    visible to them) and re-loads an epoch > E (case 3). A begin that loaded it clear
+ *    loaded it before the flag was set, which the membarrier that followed the setting
+ *    makes visible to this scan, or shows running.
+ *  - epoch <= E, not running, fence_next clear: unknown, because a new transaction's store
+ *    may still sit in its CPU's store buffer while the transaction reads. If such records
+ *    are all that hold the oldest entry back, the scan sets their fence_next, runs
+ *    membarrier(PRIVATE_EXPEDITED), which returns after every thread of the process passed
+ *    a full barrier, and reads the records again. A record still not running then is not
+ *    holding: had its thread's store come before its barrier, it would be visible now (or
+ *    a later store of that thread); if it came after, so do the transaction's loads (the
+ *    compiler keeps them after the store), and they follow the unlink, which preceded the
+ *    scan's membarrier. Its thread's later begins see fence_next (set before the barrier)
+ *    until one of them clears it: later scans pass it with no membarrier.
  * So the barrier moves from every top-level begin to the scans held back by a thread
- * between transactions: rare while threads keep running transactions (a running thread's
- * epoch is soon newer than the oldest entry), and what lets an idle thread never hold
- * anyone back.
+ * between transactions, once per such pause of that thread (its next begin pays an
+ * exchange): rare while threads keep running transactions (a running thread's epoch is
+ * soon newer than the oldest entry), and what lets an idle thread never hold anyone back.
  *
  * A record showing 0 is skipped. Under sticky announcements a thread therefore stores
  * (g_epoch, not running) with a seq_cst store when it registers, before its first
@@ -118,17 +128,29 @@ void txmem_epoch_announce_fenced(txmem_thread *t) {
   t->epoch = e;
 }
 
+void txmem_epoch_announce_flagged(txmem_thread *t) {
+  /* The clear must be visible before the transaction reads: the exchange drains it. */
+  atomic_store_explicit(&t->rec->fence_next, 0, memory_order_relaxed);
+  txmem_epoch_announce_fenced(t);
+}
+
 /* Least epoch among the other threads' records that show a running transaction
- * (*running) and among those that show an announcement without one (*idle);
- * UINT64_MAX when there is none. */
-static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idle) {
+ * (*running) and among those that show an announcement without one and without
+ * fence_next (*idle); UINT64_MAX when there is none. With `flag`, sets fence_next on every
+ * record counted in *idle. */
+static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idle, bool flag) {
   *running = *idle = UINT64_MAX;
   for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
     if (r == t->rec) continue; /* the scanning thread is outside any transaction */
     uint64_t a = atomic_load(&r->announce);
     if (!a) continue;
-    uint64_t *min = TXMEM_ANNOUNCE_RUNNING(a) ? running : idle;
-    if (TXMEM_ANNOUNCE_EPOCH(a) < *min) *min = TXMEM_ANNOUNCE_EPOCH(a);
+    if (TXMEM_ANNOUNCE_RUNNING(a)) {
+      if (TXMEM_ANNOUNCE_EPOCH(a) < *running) *running = TXMEM_ANNOUNCE_EPOCH(a);
+      continue;
+    }
+    if (atomic_load(&r->fence_next)) continue; /* its next begin is fenced */
+    if (TXMEM_ANNOUNCE_EPOCH(a) < *idle) *idle = TXMEM_ANNOUNCE_EPOCH(a);
+    if (flag) atomic_store(&r->fence_next, 1);
   }
 }
 
@@ -136,11 +158,13 @@ static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idl
  * objects. `oldest` is the oldest epoch the caller wants to release. */
 static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest) {
   uint64_t running, idle;
-  scan_records(t, &running, &idle);
+  scan_records(t, &running, &idle, false);
   if (idle >= running || idle > oldest) return idle < running ? idle : running;
-    /* Only threads between transactions (as far as this scan can tell) hold `oldest`
-     * back: after membarrier their running bits are exact (see above). Records without
-     * sticky announcements are never idle. */
+  /* Flag them first: their begins that the barrier does not show us see the flag. */
+  scan_records(t, &running, &idle, true);
+  /* Only threads between transactions (as far as this scan can tell) hold `oldest`
+   * back: after membarrier their running bits are exact (see above). Records without
+   * sticky announcements are never idle. */
 #if !defined(__SANITIZE_THREAD__) && defined(SYS_membarrier)
   if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) {
     txalloc_message("txmem: membarrier failed after registration; cannot reclaim safely");
@@ -151,7 +175,7 @@ static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest) {
   abort();
 #endif
   txmem_count(t, TXMEM_C_scan_barriers, 1);
-  scan_records(t, &running, &idle);
+  scan_records(t, &running, &idle, false);
   return running;
 }
 

@@ -89,6 +89,11 @@ typedef struct txmem_record {
    * its epoch with the running bit clear; otherwise it withdraws to 0 at the end of each
    * top-level transaction. Read by epoch scans and statistics (txmem_epoch.c). */
   _Atomic uint64_t announce;
+  /* Sticky announcements: set by a scan (or the thread's registration) while the thread is
+   * between transactions; the thread's next top-level begin then announces with the full
+   * barrier and clears it first. A record not running with this set holds nothing back
+   * (txmem_epoch.c), so an idle thread costs one membarrier, not one per scan. */
+  _Atomic int fence_next;
   _Atomic int in_use;
   struct txmem_record *_Atomic next;
   /* Written only by the owning thread, with relaxed atomic stores. */
@@ -238,6 +243,8 @@ extern _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
 /* Announces with a full barrier (seq_cst exchange, then a re-load of g_epoch until both
  * agree) that a top-level transaction runs (t->epoch: the epoch announced). */
 void txmem_epoch_announce_fenced(txmem_thread *t);
+/* Sticky begin of a record a scan flagged: clears fence_next, then announces fenced. */
+void txmem_epoch_announce_flagged(txmem_thread *t);
 /* Announces the epoch a top-level transaction begins in (inline: one per top-level
  * begin). Sticky announcements: a plain store, which the compiler keeps before the
  * transaction's first load (the signal fence) but the CPU may delay; a scan that would
@@ -248,6 +255,11 @@ static inline void txmem_epoch_announce(txmem_thread *t) {
     uint64_t e = atomic_load(&txmem_g_epoch);
     t->epoch = e;
     atomic_store_explicit(&t->rec->announce, TXMEM_ANNOUNCE(e, 1), memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* the flag is loaded after the store */
+    if (TXMEM_UNLIKELY(atomic_load_explicit(&t->rec->fence_next, memory_order_relaxed))) {
+      txmem_epoch_announce_flagged(t);
+      return;
+    }
     atomic_signal_fence(memory_order_seq_cst);
     return;
   }

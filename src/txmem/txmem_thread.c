@@ -110,8 +110,10 @@ txmem_thread *txmem_thread_setup(txmem_thread *t) {
   t->rec = record_acquire();
   if (t->sticky) {
     /* Never 0 while this thread may run transactions: scans skip 0 without a membarrier
-     * (txmem_epoch.c). */
+     * (txmem_epoch.c). Flagged, so that its first begin is fenced and scans need no
+     * membarrier to pass it until then. */
     t->epoch = atomic_load(&txmem_g_epoch);
+    atomic_store(&t->rec->fence_next, 1);
     atomic_store(&t->rec->announce, TXMEM_ANNOUNCE(t->epoch, 0));
   }
   /* A reused record keeps its totals: continue counting from them. */
