@@ -9,8 +9,9 @@
 #   default method, at 1 and 2 threads, for list/hash/rbtree x 0/20/60 % updates (paper
 #   sizes: 4096 keys of 8192). Each configuration runs N times (default 5), the three
 #   programs interleaved run by run so that load on the machine hits them alike; the table
-#   shows medians of ops/s, the ratio txalloc / libitm, txalloc's abort rate and
-#   false-conflict share, and the geometric mean of the ratios.
+#   shows medians of ops/s, the ratio txalloc / libitm (the median of the ratios of runs
+#   made back to back), txalloc's abort rate and false-conflict share, and the geometric
+#   mean of the ratios.
 # --mode shift: the linked list, 60 % updates, 2 threads, 16-byte nodes, stripe shift 4
 #   against 5 (Baldassin et al. Figure 6): medians of ops/s, abort rate, false-conflict
 #   share and the speed-up of shift 4.
@@ -112,7 +113,12 @@ def table():
                 ops = {n: median([d["results"]["ops_per_s"] for d in ds]) for n, ds in got.items()}
                 abort = median([txalloc_counts(d)[0] for d in got["txalloc"]])
                 false_share = median([txalloc_counts(d)[1] for d in got["txalloc"]])
-                r_ml, r_def = ops["txalloc"] / ops["ml_wt"], ops["txalloc"] / ops["default"]
+                # Ratios pair the runs made back to back (the same moment of the machine's
+                # load): the median of the per-run ratios, not a ratio of two medians that a
+                # bimodal row (both threads on a core in some runs, not in others) can mix.
+                per_run = lambda other: median([a["results"]["ops_per_s"] / b["results"]["ops_per_s"]
+                                                for a, b in zip(got["txalloc"], got[other])])
+                r_ml, r_def = per_run("ml_wt"), per_run("default")
                 ratios_ml.append(r_ml)
                 ratios_def.append(r_def)
                 rows.append((structure, update, threads, ops["txalloc"], ops["ml_wt"], ops["default"],
@@ -121,8 +127,8 @@ def table():
                       % (structure, update, threads, ops["txalloc"], ops["ml_wt"], ops["default"], r_ml),
                       file=sys.stderr, flush=True)
     geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
-    print("txalloc TM: %s; intset 4096 keys of 8192; median of %d runs of %s s each, interleaved."
-          % (json.dumps(tm_desc), runs, duration))
+    print("txalloc TM: %s; intset 4096 keys of 8192; median of %d runs of %s s each, interleaved;"
+          " ratios: median of the per-run ratios." % (json.dumps(tm_desc), runs, duration))
     print()
     print("| structure | update | threads | txalloc ops/s | libitm ml_wt ops/s | libitm default ops/s "
           "| txalloc / ml_wt | txalloc / default | txalloc abort rate | false-conflict share |")
