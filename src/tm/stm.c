@@ -598,7 +598,7 @@ static void rollback_in_place(tm_tx *tx, size_t mark) {
       __atomic_store_n(ws[i].lock, (uint64_t)(uintptr_t)ws[i].next | 1, __ATOMIC_RELEASE);
       continue;
     }
-    uint64_t word = ws[i].saved + 2; /* next incarnation */
+    uint64_t word = ws[i].saved + TM_INC_ONE;
     if ((ws[i].saved & TM_INC_MASK) == TM_INC_MASK) {
       if (!fresh) fresh = tm_version_word(__atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST));
       word = fresh;

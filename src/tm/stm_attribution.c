@@ -79,13 +79,31 @@ tm_conflict_class tm_classify_locked(const uint64_t *lock, uint64_t l, uintptr_t
   return classify_chain(lock, l, NULL, NULL, w);
 }
 
-/* Classifies by summary s, which covers the commits under r's lock after version `base`
- * (tm_record_commit). */
-static tm_conflict_class classify_by_summary(const tm_tx *tx, const tm_rentry *r, uint64_t s) {
-  uint64_t base = s >> 44, count = (s >> 40) & 15, tag = (s >> 32) & 0xff;
-  uint64_t all = (s >> 16) & 0xffff, last = s & 0xffff;
-  if (count == 0 || tag == TM_TAG_MIXED) return TM_CLASS_UNKNOWN;
-  uint64_t d = ((tm_word_version(r->seen) & TM_SUMMARY_BASE_MASK) - base) & TM_SUMMARY_BASE_MASK;
+/* The summary word's fields (tm_internal.h gives the layout). */
+typedef struct summary_fields {
+  uint64_t base, count, tag, all, last;
+} summary_fields;
+
+static summary_fields summary_unpack(uint64_t s) {
+  return (summary_fields){.base = s >> 44,
+                          .count = (s >> 40) & 15,
+                          .tag = (s >> 32) & 0xff,
+                          .all = (s >> 16) & 0xffff,
+                          .last = s & 0xffff};
+}
+
+static uint64_t summary_pack(summary_fields f) {
+  return ((f.base & TM_SUMMARY_BASE_MASK) << 44) | (f.count << 40) | (f.tag << 32) |
+         ((f.all & 0xffff) << 16) | (f.last & 0xffff);
+}
+
+/* Classifies by summary word w, which covers the commits under r's lock after version
+ * `base` (tm_record_commit). */
+static tm_conflict_class classify_by_summary(const tm_tx *tx, const tm_rentry *r, uint64_t w) {
+  summary_fields s = summary_unpack(w);
+  uint64_t tag = s.tag, all = s.all, last = s.last;
+  if (s.count == 0 || tag == TM_TAG_MIXED) return TM_CLASS_UNKNOWN;
+  uint64_t d = ((tm_word_version(r->seen) & TM_SUMMARY_BASE_MASK) - s.base) & TM_SUMMARY_BASE_MASK;
   if (d > TM_SUMMARY_BASE_MASK / 2) return TM_CLASS_UNKNOWN; /* we read before the window */
   if (d == 0) /* the window is exactly the commits since our read */
     return reads_hit_summary(tx, r, tag, all) ? TM_CLASS_TRUE : TM_CLASS_FALSE;
@@ -133,19 +151,17 @@ void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
   /* We hold the lock: the old summary covers the commits up to `prev`. Extend its window
    * when it describes the same stripe (or only rollbacks) and is not full; else restart
    * the window at `prev`. */
-  uint64_t old = __atomic_load_n(lock + 1, __ATOMIC_RELAXED);
-  uint64_t old_count = (old >> 40) & 15, old_tag = (old >> 32) & 0xff,
-           old_all = (old >> 16) & 0xffff;
-  uint64_t s;
-  bool same = old_all == 0 || bits == 0 || old_tag == tag;
-  if (old_count > 0 && old_count < TM_SUMMARY_WINDOW && old_tag != TM_TAG_MIXED &&
-      tag != TM_TAG_MIXED && same) {
-    uint64_t t = bits ? tag : old_tag;
-    s = (old & ~((UINT64_C(1) << 44) - 1)) | ((old_count + 1) << 40) | (t << 32) |
-        (((old_all | bits) & 0xffff) << 16) | (bits & 0xffff);
-  } else {
-    s = ((tm_word_version(prev) & TM_SUMMARY_BASE_MASK) << 44) | (UINT64_C(1) << 40) | (tag << 32) |
-        ((bits & 0xffff) << 16) | (bits & 0xffff);
-  }
-  __atomic_store_n(lock + 1, s, __ATOMIC_RELEASE);
+  summary_fields old = summary_unpack(__atomic_load_n(lock + 1, __ATOMIC_RELAXED)), s;
+  bool same = old.all == 0 || bits == 0 || old.tag == tag;
+  if (old.count > 0 && old.count < TM_SUMMARY_WINDOW && old.tag != TM_TAG_MIXED &&
+      tag != TM_TAG_MIXED && same)
+    s = (summary_fields){.base = old.base,
+                         .count = old.count + 1,
+                         .tag = bits ? tag : old.tag,
+                         .all = old.all | bits,
+                         .last = bits};
+  else
+    s = (summary_fields){
+        .base = tm_word_version(prev), .count = 1, .tag = tag, .all = bits, .last = bits};
+  __atomic_store_n(lock + 1, summary_pack(s), __ATOMIC_RELEASE);
 }

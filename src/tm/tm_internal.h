@@ -86,6 +86,7 @@ extern tm_config tm_cfg;
  * rollback takes a new version instead. */
 #define TM_VERSION_SHIFT 4
 #define TM_INC_MASK UINT64_C(0xE)
+#define TM_INC_ONE UINT64_C(0x2) /* one incarnation */
 static inline uint64_t tm_version_word(uint64_t version) { return version << TM_VERSION_SHIFT; }
 static inline uint64_t tm_word_version(uint64_t word) { return word >> TM_VERSION_SHIFT; }
 /* The snapshot bound `end` for a snapshot at clock value `now`: above every unlocked word

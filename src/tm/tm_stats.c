@@ -102,17 +102,9 @@ void tm_stats_print_json(FILE *out, const tm_stats *s) {
   fprintf(out, "]}");
 }
 
-/* The word of choice `index` of CHOICE option `id` ("a|b|c"), copied into buf. */
+/* The word of choice `index` of CHOICE option `id`, in buf. */
 static const char *choice_word(txalloc_option_id id, unsigned index, char *buf, size_t len) {
-  const char *p = txalloc_option_at((size_t)id)->choices;
-  for (; index > 0 && p; index--) {
-    p = strchr(p, '|');
-    if (p) p++;
-  }
-  size_t n = p ? strcspn(p, "|") : 0;
-  if (n >= len) n = len - 1;
-  memcpy(buf, p ? p : "", n);
-  buf[n] = '\0';
+  txalloc_format_choice(txalloc_option_at((size_t)id)->choices, index, buf, len);
   return buf;
 }
 

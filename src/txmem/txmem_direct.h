@@ -34,7 +34,7 @@
 static inline void *txmem_direct_take(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXMEM_UNLIKELY(h == NULL || size > TXA_SMALL_MAX)) return NULL;
-  unsigned c = txa_class_by_16[(size + 15) >> 4];
+  unsigned c = txa_size_class(size);
   void *p = txa_block_take(h->bins[c].current);
   if (TXMEM_UNLIKELY(p == NULL)) return NULL;
   txa_bump_counter(&h->cls[c].allocs, 1);

@@ -255,12 +255,10 @@ static inline void txmem_epoch_announce(txmem_thread *t) {
     uint64_t e = atomic_load(&txmem_g_epoch);
     t->epoch = e;
     atomic_store_explicit(&t->rec->announce, TXMEM_ANNOUNCE(e, 1), memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst); /* the flag is loaded after the store */
-    if (TXMEM_UNLIKELY(atomic_load_explicit(&t->rec->fence_next, memory_order_relaxed))) {
-      txmem_epoch_announce_flagged(t);
-      return;
-    }
+    /* The flag and the transaction's loads come after the store. */
     atomic_signal_fence(memory_order_seq_cst);
+    if (TXMEM_UNLIKELY(atomic_load_explicit(&t->rec->fence_next, memory_order_relaxed)))
+      txmem_epoch_announce_flagged(t);
     return;
   }
   txmem_epoch_announce_fenced(t);

@@ -85,7 +85,7 @@ static long choice_index(const char *choices, const char *word) {
 }
 
 /* Writes choice number `index` of `choices` into buf. */
-static int format_choice(const char *choices, long index, char *buf, size_t len) {
+int txalloc_format_choice(const char *choices, long index, char *buf, size_t len) {
   const char *p = choices;
   for (long i = 0; i < index && p; i++) {
     p = strchr(p, '|');
@@ -194,7 +194,7 @@ int txalloc_option_format(size_t index, char *buf, size_t len) {
   if (index >= TXALLOC_OPT_COUNT_) return snprintf(buf, len, "?");
   const txalloc_option_info *o = &option_table[index];
   long v = txalloc_option_value(index);
-  if (o->type == TXALLOC_OPTION_CHOICE) return format_choice(o->choices, v, buf, len);
+  if (o->type == TXALLOC_OPTION_CHOICE) return txalloc_format_choice(o->choices, v, buf, len);
   return snprintf(buf, len, "%ld", v);
 }
 

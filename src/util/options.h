@@ -20,6 +20,10 @@ extern long txalloc_option_values[TXALLOC_OPT_COUNT_];
  * TXALLOC_* variables and bad values (the default is kept). */
 void txalloc_options_init(void);
 
+/* Writes word number `index` of a CHOICE option's '|'-separated `choices` into buf ("?"
+ * when there is none); returns snprintf's count. */
+int txalloc_format_choice(const char *choices, long index, char *buf, size_t len);
+
 static inline long txalloc_opt(txalloc_option_id id) {
   txalloc_options_init();
   return __atomic_load_n(&txalloc_option_values[id], __ATOMIC_RELAXED);
