@@ -3,8 +3,12 @@
 #ifndef TXALLOC_TESTS_CHECK_H
 #define TXALLOC_TESTS_CHECK_H
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 
 static int check_failures;
 static int check_count;
@@ -43,6 +47,21 @@ static inline double check_scale(void) {
 static inline long check_scaled(long n, long floor) {
   long v = (long)((double)n * check_scale());
   return v < floor ? floor : v;
+}
+
+/* Waits for child `pid`: true when it exited with status 0; otherwise prints, after
+ * `label`, how it ended (its exit status, or the signal that killed it: SIGALRM is a test's
+ * watchdog, i.e. a deadlock). */
+static inline bool check_wait_child(pid_t pid, const char *label) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  if (WIFSIGNALED(status))
+    fprintf(stderr, "%s: child killed by signal %d%s\n", label, WTERMSIG(status),
+            WTERMSIG(status) == SIGALRM ? " (deadlock?)" : "");
+  else
+    fprintf(stderr, "%s: child exited %d\n", label, WEXITSTATUS(status));
+  return false;
 }
 
 static inline int check_exit(void) {

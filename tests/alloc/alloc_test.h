@@ -95,6 +95,19 @@ static inline void test_obj_free(test_obj *o, long *bad) {
   *o = (test_obj){0};
 }
 
+/* Checks the pattern of o (a mismatch adds one to *bad) and swaps it with slot `e` of a
+ * shared exchange under `lock`: returns what was there (an object another thread allocated,
+ * or an empty slot), so that objects travel between threads and their frees are remote. */
+static inline test_obj test_exchange_swap(pthread_mutex_t *lock, test_obj *exchange, int e,
+                                          test_obj o, long *bad) {
+  if (!test_check(o.p, o.size, o.tag)) (*bad)++;
+  pthread_mutex_lock(lock);
+  test_obj other = exchange[e];
+  exchange[e] = o;
+  pthread_mutex_unlock(lock);
+  return other;
+}
+
 /* Starts `n` (<= 64) threads running fn(&args[i * arg_size]) and joins them; exits the
  * test (status 2) if a thread cannot be created. */
 static inline void test_run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size) {

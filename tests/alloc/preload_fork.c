@@ -113,14 +113,9 @@ int main(void) {
       failed++;
       continue;
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failed++;
-      fprintf(stderr, "fork %d: child %s %d\n", f,
-              WIFSIGNALED(status) ? "killed by signal" : "exited",
-              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-    }
+    char label[32];
+    snprintf(label, sizeof label, "fork %d", f);
+    if (!check_wait_child(pid, label)) failed++;
   }
   atomic_store(&stop, 1);
   for (int i = 0; i < WORKERS; i++) pthread_join(w[i], NULL);

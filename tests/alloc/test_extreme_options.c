@@ -66,12 +66,7 @@ static void *run(void *arg) {
       check_free(w, o);
     } else {
       int e = (int)test_rng_below(&rng, EXCHANGE);
-      if (!test_check(o->p, o->size, o->tag)) w->bad++;
-      pthread_mutex_lock(&exchange_lock);
-      obj other = exchange[e];
-      exchange[e] = *o;
-      pthread_mutex_unlock(&exchange_lock);
-      *o = other;
+      *o = test_exchange_swap(&exchange_lock, exchange, e, *o, &w->bad);
     }
     if (s % 500 == 499) txalloc_thread_exit();
     if (s % 2000 == 1999) txalloc_collect();

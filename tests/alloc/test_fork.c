@@ -152,16 +152,9 @@ int main(void) {
     pthread_mutex_unlock(&park_lock);
     CHECK(pid > 0);
     if (pid < 0) break;
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failed++;
-      if (WIFSIGNALED(status))
-        fprintf(stderr, "fork %ld: child killed by signal %d%s\n", f, WTERMSIG(status),
-                WTERMSIG(status) == SIGALRM ? " (deadlock?)" : "");
-      else
-        fprintf(stderr, "fork %ld: child exited %d\n", f, WEXITSTATUS(status));
-    }
+    char label[32];
+    snprintf(label, sizeof label, "fork %ld", f);
+    if (!check_wait_child(pid, label)) failed++;
     /* Some work for the parent's main thread between forks. */
     void *p = txalloc_malloc(100 + (size_t)f);
     CHECK(p != NULL);

@@ -79,14 +79,9 @@ static int driver(long r) {
       failed++;
       continue;
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failed++;
-      fprintf(stderr, "round %ld fork %d: child %s %d\n", r, f,
-              WIFSIGNALED(status) ? "killed by signal" : "exited",
-              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-    }
+    char label[48];
+    snprintf(label, sizeof label, "round %ld fork %d", r, f);
+    if (!check_wait_child(pid, label)) failed++;
   }
   for (int i = 0; i < T; i++) pthread_join(t[i], NULL);
   return failed + (bad ? 50 : 0);
@@ -100,14 +95,9 @@ int main(void) {
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) _exit(driver(r));
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failed++;
-      fprintf(stderr, "round %ld: driver %s %d\n", r,
-              WIFSIGNALED(status) ? "killed by signal" : "exited",
-              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-    }
+    char label[48];
+    snprintf(label, sizeof label, "round %ld: driver", r);
+    if (!check_wait_child(pid, label)) failed++;
   }
   CHECKF(failed == 0,
          "%ld of %ld rounds failed (exit: failed children, +50 bad objects; SIGALRM: deadlock)",

@@ -75,11 +75,7 @@ static void *run(void *varg) {
       check_free(w, o);
     } else {
       int e = (int)test_rng_below(&rng, EXCHANGE);
-      if (!test_check(o->p, o->size, o->tag)) w->bad++;
-      pthread_mutex_lock(&exchange_lock);
-      obj other = exchange[e];
-      exchange[e] = *o;
-      pthread_mutex_unlock(&exchange_lock);
+      obj other = test_exchange_swap(&exchange_lock, exchange, e, *o, &w->bad);
       *o = (obj){0};
       check_free(w, &other);
     }

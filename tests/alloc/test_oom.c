@@ -104,13 +104,8 @@ int main(void) {
   fflush(stderr);
   pid_t pid = fork();
   if (pid == 0) _exit(child());
-  int status = 0;
-  waitpid(pid, &status, 0);
-  CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-         "out-of-memory child: %s %d (exit codes: 1x/2x/3x fill phases, 5x entry points, 60 "
-         "pattern, 70 recovery)",
-         WIFSIGNALED(status) ? "killed by signal" : "exit status",
-         WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  CHECKF(check_wait_child(pid, "out-of-memory child"),
+         "exit codes: 1x/2x/3x fill phases, 5x entry points, 60 pattern, 70 recovery");
   return check_exit();
 #endif
 }
