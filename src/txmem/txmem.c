@@ -1,9 +1,10 @@
 /* The hook contract (include/txalloc/txmem.h): transaction events and allocation calls.
  *
  * Costs: outside a transaction, txmem_malloc/txmem_free test one thread-local field and
- * take the plain path. begin(d) pushes a level (and, at the top level with safe_reuse,
- * announces its epoch); commit/abort of a level that neither allocated nor freed only pops
- * it (and ends the announcement at the top level): they never touch a log. */
+ * take the plain path. A nested begin(d) pushes a level; a top-level begin writes no level
+ * (I5): it sets the depth, counts the transaction and, with safe_reuse, announces its
+ * epoch. Commit/abort of a level that neither allocated nor freed only pops it (and ends
+ * the announcement at the top level): they never touch a log. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,45 +60,64 @@ static inline void release_own(void *ptr, size_t size) {
     txalloc_free(ptr);
 }
 
-/* ---- Levels ---- */
-/* The hooks' common cases stay free of calls (the rare work is in noinline functions
- * reached by tail calls), so that they need no stack frame. */
+/* ---- Levels ----
+ * The hooks' common cases stay free of calls (the rare work is in noinline functions
+ * reached by tail calls), so that they need no stack frame. The top level has its own
+ * path: its logs are empty when it begins and its level record is constant (I5), so a
+ * top-level begin that will neither allocate nor free pays only the depth, the count of
+ * transactions and the epoch announcement. */
+
+/* The 256th top-level begin since the last publication (tx_pending wrapped to 0). */
 static __attribute__((noinline)) void begin_top_publish(txmem_thread *t) {
+  t->hot[TXMEM_HOT_transactions] += 256;
   txmem_hot_publish(t);
-  if (t->safe_reuse) txmem_epoch_announce(t);
+  txmem_epoch_announce(t);
 }
 
-static inline void begin_level(txmem_thread *t, unsigned depth) {
+static inline void begin_top(txmem_thread *t) {
+  /* depth first (only this thread reads it), so that the rest can end in tail calls */
+  t->depth = 1;
+  if (TXMEM_UNLIKELY(++t->tx_pending == 0)) {
+    begin_top_publish(t);
+    return;
+  }
+  txmem_epoch_announce(t);
+}
+
+static inline void begin_nested(txmem_thread *t, unsigned depth) {
   uint64_t seq = ++t->ticket;
   t->levels[depth] = (txmem_level){seq, t->undo_len, t->commit_len};
   t->cur_seq = seq;
   t->cur_undo_start = t->undo_len;
-  /* depth first (only this thread reads it), so that the rest can end in tail calls */
   t->depth = depth;
-  if (depth != 1) return;
-  if (TXMEM_UNLIKELY((++t->hot[TXMEM_HOT_transactions] & 255) == 0)) {
-    begin_top_publish(t);
-    return;
-  }
-  if (t->safe_reuse) txmem_epoch_announce(t);
 }
 
 static __attribute__((noinline)) void begin_slow(txmem_thread *t, unsigned depth) {
   if (!t->ready) txmem_thread_setup(t);
   if (depth != t->depth + 1)
     txmem_contract_error("begin: depth must be the open levels + 1", depth, t->depth);
+  if (depth == 1) {
+    begin_top(t);
+    return;
+  }
   if (depth >= t->levels_cap)
     t->levels = txmem_meta_grow(t->levels, &t->levels_cap, sizeof *t->levels, depth + 1);
-  begin_level(t, depth);
+  begin_nested(t, depth);
 }
 
 void txmem_tx_begin(unsigned depth) {
   txmem_thread *t = &txmem_tls;
-  if (TXMEM_UNLIKELY(!t->ready || depth != t->depth + 1 || depth >= t->levels_cap)) {
+  /* t->top != 0: the thread is set up (levels[1] exists). */
+  if (TXMEM_LIKELY(depth == 1 && t->depth == 0 && t->top != 0)) {
+    begin_top(t);
+    return;
+  }
+  /* A nested level's parent is open, so the thread is set up. */
+  if (TXMEM_UNLIKELY(depth == 1 || depth != t->depth + 1 || depth >= t->levels_cap)) {
     begin_slow(t, depth);
     return;
   }
-  begin_level(t, depth);
+  begin_nested(t, depth);
 }
 
 /* Level `depth` is the innermost again: refresh the cached copies. */
@@ -155,8 +175,9 @@ void txmem_tx_commit(unsigned depth) {
     commit_slow(t, depth); /* nested levels and contract errors */
     return;
   }
+  /* cur_seq and cur_undo_start are the top level's, 0 (I5). */
   t->depth = 0;
-  if (t->safe_reuse) txmem_epoch_leave(t);
+  txmem_epoch_leave(t);
   if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
 }
 
@@ -190,7 +211,10 @@ void txmem_tx_abort(unsigned depth) {
   t->depth = depth - 1;
   if (depth > 1) {
     level_current(t, depth - 1);
-  } else if (t->safe_reuse) {
+  } else {
+    /* I5: deeper levels may have been open; the next top level finds the copies at 0. */
+    t->cur_seq = 0;
+    t->cur_undo_start = 0;
     txmem_epoch_leave(t);
   }
 }

@@ -125,7 +125,6 @@ void txmem_epoch_announce_fenced(txmem_thread *t) {
     if (TXMEM_LIKELY(again == e)) break;
     e = again;
   }
-  t->epoch = e;
 }
 
 void txmem_epoch_announce_flagged(txmem_thread *t) {

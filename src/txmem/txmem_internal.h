@@ -3,10 +3,12 @@
  *
  * Words:
  *   level        one open transaction level of this thread; levels[1] is the top level.
- *   ticket/seq   every level takes the next value of the thread's ticket when it begins
- *                (McRT's sequence number; the thread id part is implicit: each thread has
- *                its own logs, so an object allocated by another thread is never found in
- *                this thread's undo log and its free is always speculative).
+ *   ticket/seq   McRT's sequence number of a level. The top level's is 0: its logs are
+ *                empty when it begins, so every entry is its own or a descendant's. Every
+ *                nested level takes the next value of the thread's ticket (>= 1, growing for
+ *                the thread's lifetime) when it begins. The thread id part is implicit: each
+ *                thread has its own logs, so an object allocated by another thread is never
+ *                found in this thread's undo log and its free is always speculative.
  *   undo log     objects allocated since the top level began, in allocation order, each
  *                tagged with the seq of the level that allocated it; an index (hash) maps an
  *                object to its entry. Dead entries (balanced frees) have ptr == NULL.
@@ -23,7 +25,11 @@
  *   I3 every live undo entry below indexed_upto is in the index exactly once, with its
  *      current position; none above it is.
  *   I4 an object is never in the undo log and the limbo at once, and is released exactly
- *      once: by an abort (undo), a balanced free, or the top-level commit (commit log). */
+ *      once: by an abort (undo), a balanced free, or the top-level commit (commit log).
+ *   I5 between top-level transactions (depth 0 and ready): undo_len == commit_len == 0,
+ *      cur_seq == cur_undo_start == 0, and levels[1] == {0, 0, 0} always. A top-level begin
+ *      therefore writes no level: the top level's record and cached copies are already
+ *      right (the cheap top-level hooks, txmem.c). */
 #ifndef TXALLOC_TXMEM_INTERNAL_H
 #define TXALLOC_TXMEM_INTERNAL_H
 
@@ -68,8 +74,8 @@ enum {
 };
 
 /* Counters of the hot paths live in the thread (plain increments) and are published into
- * the record when a top-level transaction that allocated or freed ends, every 256
- * transactions, and at thread exit. */
+ * the record every 256 top-level transactions, at thread exit and when the thread itself
+ * reads the statistics. Top-level begins are counted in txmem_thread.tx_pending first. */
 #define TXMEM_HOT_COUNTERS(X)                                                                      \
   X(transactions)                                                                                  \
   X(tx_mallocs)                                                                                    \
@@ -134,26 +140,27 @@ typedef struct txmem_thread {
   unsigned depth; /* 0 outside transactions: the only field the plain path reads */
   bool ready;
   /* Copies of the configuration, taken at setup (valid once ready). */
-  bool txalloc;    /* strategy txalloc: balanced recycling, the allocator's shortcuts */
-  bool safe_reuse; /* announce epochs */
-  bool sticky;     /* announcements stay between transactions (txmem_config.sticky) */
+  bool txalloc; /* strategy txalloc: balanced recycling, the allocator's shortcuts */
+  uint8_t top;  /* txmem_top_mode: how a top-level transaction announces; 0 until ready */
+  /* Top-level begins not yet added to hot[transactions]: its 256th wraps it to 0, which
+   * folds and publishes the counters (one memory increment and a branch per begin). */
+  uint8_t tx_pending;
   txmem_undo_entry *undo;
   size_t undo_len, undo_cap;
   /* Live undo entries below indexed_upto are in the index; the newest ones above it (at
    * most TXMEM_INDEX_PENDING) are not yet: they are found by a short backward scan, so an
    * object freed soon after its allocation (Figure 3) never touches the hash table. */
   size_t indexed_upto;
-  /* The innermost open level's seq and undo_start (copies of levels[depth]). */
+  /* The innermost open level's seq and undo_start (copies of levels[depth]; 0 at depth 0,
+   * I5). */
   uint64_t cur_seq;
   size_t cur_undo_start;
-  uint64_t ticket;
+  uint64_t ticket; /* the seq of the newest nested level */
 
   txmem_record *rec;
-  uint64_t epoch; /* the epoch the current or last top-level transaction announced */
   uint64_t hot[TXMEM_HOT_COUNT_];
-  uint64_t hot_published_ops; /* tx_mallocs + tx_frees at the last publication */
 
-  txmem_level *levels; /* levels[1..depth] */
+  txmem_level *levels; /* levels[1..depth]; levels[1] is constant (I5) */
   size_t levels_cap;
 
   size_t undo_dead;
@@ -172,6 +179,13 @@ typedef struct txmem_thread {
   void **cache;                              /* wrap-cache: [class][depth] */
   unsigned cache_count[TXMEM_CACHE_CLASSES]; /* objects in each class */
 } txmem_thread;
+
+/* How a top-level transaction announces its epoch (txmem_thread.top). */
+typedef enum txmem_top_mode {
+  TXMEM_TOP_QUIET = 1,  /* safe_reuse=0: no announcement */
+  TXMEM_TOP_FENCED = 2, /* the announcement with the full barrier, withdrawn at the end */
+  TXMEM_TOP_STICKY = 3  /* sticky announcements (txmem_config.sticky) */
+} txmem_top_mode;
 
 extern __thread txmem_thread txmem_tls;
 
@@ -241,7 +255,7 @@ extern _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
 #define TXMEM_ANNOUNCE_EPOCH(word) ((word) >> 1)
 #define TXMEM_ANNOUNCE_RUNNING(word) (((word)&1) != 0)
 /* Announces with a full barrier (seq_cst exchange, then a re-load of g_epoch until both
- * agree) that a top-level transaction runs (t->epoch: the epoch announced). */
+ * agree) that a top-level transaction runs. */
 void txmem_epoch_announce_fenced(txmem_thread *t);
 /* Sticky begin of a record a scan flagged: clears fence_next, then announces fenced. */
 void txmem_epoch_announce_flagged(txmem_thread *t);
@@ -249,25 +263,32 @@ void txmem_epoch_announce_flagged(txmem_thread *t);
  * begin). Sticky announcements: a plain store, which the compiler keeps before the
  * transaction's first load (the signal fence) but the CPU may delay; a scan that would
  * rely on the record showing no running transaction runs membarrier first
- * (txmem_epoch.c). Otherwise the fenced announcement (an xchg). */
+ * (txmem_epoch.c). Otherwise the fenced announcement (an xchg), or none. */
 static inline void txmem_epoch_announce(txmem_thread *t) {
-  if (TXMEM_LIKELY(t->sticky)) {
-    uint64_t e = atomic_load(&txmem_g_epoch);
-    t->epoch = e;
-    atomic_store_explicit(&t->rec->announce, TXMEM_ANNOUNCE(e, 1), memory_order_relaxed);
+  if (TXMEM_LIKELY(t->top == TXMEM_TOP_STICKY)) {
+    txmem_record *r = t->rec;
+    atomic_store_explicit(&r->announce, TXMEM_ANNOUNCE(atomic_load(&txmem_g_epoch), 1),
+                          memory_order_relaxed);
     /* The flag and the transaction's loads come after the store. */
     atomic_signal_fence(memory_order_seq_cst);
-    if (TXMEM_UNLIKELY(atomic_load_explicit(&t->rec->fence_next, memory_order_relaxed)))
+    if (TXMEM_UNLIKELY(atomic_load_explicit(&r->fence_next, memory_order_relaxed)))
       txmem_epoch_announce_flagged(t);
     return;
   }
-  txmem_epoch_announce_fenced(t);
+  if (t->top == TXMEM_TOP_FENCED) txmem_epoch_announce_fenced(t);
 }
-/* The top-level transaction ended (commit or abort): clear the running bit (sticky) or
- * withdraw the announcement. Release: the transaction's reads come before. */
+/* The top-level transaction ended (commit or abort): clear the running bit (sticky: the
+ * epoch stays, read back from the record, which only this thread writes) or withdraw the
+ * announcement. Release: the transaction's reads come before. */
 static inline void txmem_epoch_leave(txmem_thread *t) {
-  atomic_store_explicit(&t->rec->announce, t->sticky ? TXMEM_ANNOUNCE(t->epoch, 0) : 0,
-                        memory_order_release);
+  if (TXMEM_LIKELY(t->top == TXMEM_TOP_STICKY)) {
+    txmem_record *r = t->rec;
+    uint64_t a = atomic_load_explicit(&r->announce, memory_order_relaxed);
+    atomic_store_explicit(&r->announce, TXMEM_ANNOUNCE(TXMEM_ANNOUNCE_EPOCH(a), 0),
+                          memory_order_release);
+  } else if (t->top == TXMEM_TOP_FENCED) {
+    atomic_store_explicit(&t->rec->announce, 0, memory_order_release);
+  }
 }
 /* Releases the top-level commit's speculative frees: at once, or through the limbo. */
 void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);

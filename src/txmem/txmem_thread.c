@@ -35,7 +35,7 @@ static void atfork_child(void) {
    * announces with the barrier at every begin and withdraws at every end. */
   if (txmem_cfg.sticky && !txmem_membarrier_register()) {
     txmem_cfg.sticky = false;
-    txmem_tls.sticky = false;
+    if (txmem_tls.top == TXMEM_TOP_STICKY) txmem_tls.top = TXMEM_TOP_FENCED;
     if (self && txmem_tls.depth == 0) atomic_store(&self->announce, 0);
   }
 }
@@ -96,32 +96,38 @@ static const int hot_to_counter[TXMEM_HOT_COUNT_] = {
 };
 
 void txmem_hot_publish(txmem_thread *t) {
+  t->hot[TXMEM_HOT_transactions] += t->tx_pending;
+  t->tx_pending = 0;
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++)
     __atomic_store_n(&t->rec->counters[hot_to_counter[i]], t->hot[i], __ATOMIC_RELAXED);
-  t->hot_published_ops = t->hot[TXMEM_HOT_tx_mallocs] + t->hot[TXMEM_HOT_tx_frees];
 }
 
 txmem_thread *txmem_thread_setup(txmem_thread *t) {
   if (t->ready) return t;
   const txmem_config *cfg = txmem_config_get();
   t->txalloc = cfg->strategy == TXMEM_TXALLOC;
-  t->safe_reuse = cfg->safe_reuse;
-  t->sticky = cfg->sticky;
+  txmem_top_mode top = !cfg->safe_reuse ? TXMEM_TOP_QUIET
+                       : cfg->sticky    ? TXMEM_TOP_STICKY
+                                        : TXMEM_TOP_FENCED;
   t->rec = record_acquire();
-  if (t->sticky) {
+  if (top == TXMEM_TOP_STICKY) {
     /* Never 0 while this thread may run transactions: scans skip 0 without a membarrier
      * (txmem_epoch.c). Flagged, so that its first begin is fenced and scans need no
      * membarrier to pass it until then. */
-    t->epoch = atomic_load(&txmem_g_epoch);
     atomic_store(&t->rec->fence_next, 1);
-    atomic_store(&t->rec->announce, TXMEM_ANNOUNCE(t->epoch, 0));
+    atomic_store(&t->rec->announce, TXMEM_ANNOUNCE(atomic_load(&txmem_g_epoch), 0));
   }
   /* A reused record keeps its totals: continue counting from them. */
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++) t->hot[i] = t->rec->counters[hot_to_counter[i]];
-  t->hot_published_ops = t->hot[TXMEM_HOT_tx_mallocs] + t->hot[TXMEM_HOT_tx_frees];
+  t->tx_pending = 0;
+  /* I5: the top level's record, constant (its seq is 0, its logs start empty). */
   t->levels = txmem_meta_grow(NULL, &t->levels_cap, sizeof *t->levels, 8);
+  t->levels[1] = (txmem_level){0, 0, 0};
+  t->cur_seq = 0;
+  t->cur_undo_start = 0;
   pthread_once(&exit_key_once, exit_key_create);
   pthread_setspecific(exit_key, t);
+  t->top = (uint8_t)top;
   t->ready = true;
   return t;
 }

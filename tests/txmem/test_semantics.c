@@ -8,6 +8,8 @@
  *   a randomized differential test of nested begin/commit/abort with malloc/free against a
  *     model of closed nesting (contents of every visible object checked at every step,
  *     live bytes and allocator errors checked at the end). */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -487,6 +489,77 @@ static void random_test(void) {
   CHECK_LIVE(0);
 }
 
+/* The "transactions" statistic counts top-level transactions exactly (committed and
+ * aborted, not their nested levels), across its internal batches of 256 and across
+ * threads that exit; a top-level transaction after an abort of the top level from deep
+ * inside starts from clean levels (its free of its own allocation is balanced, and a
+ * child's free of it becomes balanced when the child commits). */
+static void *count_thread(void *arg) {
+  long n = (long)(intptr_t)arg;
+  for (long i = 0; i < n; i++) {
+    txmem_tx_begin(1);
+    if (i % 3 == 0) txmem_free(txmem_malloc(32));
+    txmem_tx_commit(1);
+  }
+  return NULL;
+}
+
+static void test_transaction_count(void) {
+  start();
+  txmem_stats s0 = stats_now();
+  const long n = 1000; /* not a multiple of 256 */
+  for (long i = 0; i < n; i++) {
+    txmem_tx_begin(1);
+    if (i % 2) {
+      txmem_tx_begin(2);
+      if (i % 5 == 1) txmem_tx_begin(3), txmem_tx_commit(3);
+      txmem_tx_commit(2);
+    }
+    if (i % 7 == 0)
+      txmem_tx_abort(1);
+    else
+      txmem_tx_commit(1);
+  }
+  txmem_stats s1 = stats_now();
+  CHECKF(s1.transactions - s0.transactions == (uint64_t)n, "counted %llu of %ld",
+         (unsigned long long)(s1.transactions - s0.transactions), n);
+  for (long k = 1; k <= 2; k++) { /* the second thread may reuse the first one's record */
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, count_thread, (void *)(intptr_t)(300 * k + 7)) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+  }
+  txmem_stats s2 = stats_now();
+  CHECKF(s2.transactions - s1.transactions == 300 + 7 + 600 + 7, "counted %llu",
+         (unsigned long long)(s2.transactions - s1.transactions));
+
+  /* Abort of the top level while levels 2 and 3 are open. */
+  txmem_tx_begin(1);
+  void *a = txmem_malloc(64);
+  txmem_tx_begin(2);
+  txmem_tx_begin(3);
+  void *b = txmem_malloc(48);
+  fill(b, 48, 3);
+  txmem_tx_abort(1);
+  (void)a;
+  CHECK_LIVE(0);
+  txmem_stats s3 = stats_now();
+  txmem_tx_begin(1);
+  void *c = txmem_malloc(80);
+  fill(c, 80, 4);
+  txmem_free(c); /* balanced */
+  void *d = txmem_malloc(80);
+  fill(d, 80, 5);
+  txmem_tx_begin(2);
+  txmem_free(d); /* speculative in the child, balanced once it commits */
+  txmem_tx_commit(2);
+  txmem_tx_commit(1);
+  txmem_stats s4 = stats_now();
+  CHECK_LIVE(0);
+  CHECK(s4.balanced_recycles - s3.balanced_recycles == (balanced ? 2u : 0u));
+  CHECK(s4.speculative_frees - s3.speculative_frees == (balanced ? 0u : 2u));
+  CHECK(txmem_depth() == 0);
+}
+
 static void scenarios(void) {
   test_outside_and_depth();
   test_figure4();
@@ -497,6 +570,7 @@ static void scenarios(void) {
   for (int inject = 0; inject <= 4; inject++) figure7(inject);
   test_privatization_publication_calloc();
   test_foreign_object();
+  test_transaction_count();
   random_test();
 }
 
