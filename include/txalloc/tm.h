@@ -44,8 +44,9 @@ TXALLOC_API void tm_thread_exit(void);
 /* ---- Atomic blocks ---- */
 enum tm_flags {
   TM_FLAG_NONE = 0,
-  TM_FLAG_READ_ONLY = 1,   /* a hint: the block does not store (a store then restarts it
-                              as read-write) */
+  TM_FLAG_READ_ONLY = 1,   /* a hint: the block does not store. Its attempts record no
+                              reads; one that meets a version newer than its snapshot, or
+                              stores, restarts with a read set (docs/stm.md) */
   TM_FLAG_IRREVOCABLE = 2, /* runs alone, never aborts: I/O allowed */
 };
 
@@ -170,7 +171,8 @@ struct tm_rentry_ {
   uint64_t ort_amask;                                                                              \
   char *ort_base;                                                                                  \
   uint64_t end; /* snapshot bound, as a lock word */                                               \
-  /* read set: entries rset[0..], rlast the newest (rset - 1: empty), rlimit the last slot */      \
+  /* read set: entries rset[0..], rlast the newest (rset - 1: empty), rlimit the last slot         \
+   * (rset - 1: a read-only attempt, which records no reads) */                                    \
   struct tm_rentry_ *rset, *rlast, *rlimit;
 typedef struct tm_load_view_ {
   TM_LOAD_VIEW_FIELDS_
@@ -185,11 +187,15 @@ static inline __attribute__((always_inline)) int tm_load_try_(tm_load_view_ *v, 
   if (__builtin_expect(l <= __atomic_load_n(&v->end, __ATOMIC_RELAXED) && !(l & 1), 1)) {
     uint64_t value = __atomic_load_n((const uint64_t *)w, __ATOMIC_ACQUIRE);
     struct tm_rentry_ *last = v->rlast;
-    if (__builtin_expect(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l && last != v->rlimit, 1)) {
-      last[1].lock = lock;
-      last[1].seen = l;
-      last[1].addr = w;
-      v->rlast = last + 1;
+    if (__builtin_expect(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l, 1)) {
+      if (__builtin_expect(last != v->rlimit, 1)) {
+        last[1].lock = lock;
+        last[1].seen = l;
+        last[1].addr = w;
+        v->rlast = last + 1;
+      } else if (v->rlimit >= v->rset) {
+        return 0; /* the read set is full: the library grows it */
+      }           /* else a read-only attempt: no read set (rlimit == rset - 1) */
       *out = value;
       return 1;
     }
@@ -275,6 +281,7 @@ typedef enum tm_abort_cause {
   TM_ABORT_KILLED,          /* the contention manager of another transaction won */
   TM_ABORT_EXPLICIT,        /* tm_restart or tm_abort */
   TM_ABORT_IRREVOCABLE,     /* rolled back to run irrevocably (fallback or request) */
+  TM_ABORT_READ_ONLY,       /* a read-only attempt (no read set) met a newer version, or stored */
   TM_ABORT_CAUSE_COUNT
 } tm_abort_cause;
 TXALLOC_API const char *tm_abort_cause_name(tm_abort_cause cause); /* "read_locked", ... */

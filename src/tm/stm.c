@@ -147,6 +147,8 @@ static void check_killed(tm_tx *tx) {
 /* Extends the snapshot to the current clock, or aborts with `cause`. The new `end` is
  * installed by CAS: if tm_request_validation reset it meanwhile, validate again. */
 static void extend_or_abort(tm_tx *tx, tm_abort_cause cause) {
+  /* A read-only attempt has no read set to validate: it cannot extend. */
+  if (TM_UNLIKELY(stm_read_only(tx))) tm_abort_read_only(tx);
   for (;;) {
     uint64_t before = __atomic_load_n(&tx->end, __ATOMIC_RELAXED);
     uint64_t now = clock_now();
@@ -421,6 +423,8 @@ static void ctl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
 }
 
 void stm_store_word(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
+  /* The read-only hint was wrong: the reads so far were not recorded. */
+  if (TM_UNLIKELY(stm_read_only(tx))) tm_abort_read_only(tx);
   if (tx->mode == TM_MODE_CTL_WB)
     ctl_store(tx, w, value, mask);
   else
@@ -447,7 +451,8 @@ void stm_irrevocable_release(tm_tx *tx) {
 
 bool stm_try_become_irrevocable(tm_tx *tx) {
   tm_tx *expected = NULL;
-  if (tx->depth != 1 || tm_rn(tx) != 0 || tx->wn != 0) return false;
+  /* Nothing accessed yet (a read-only attempt records no reads: it restarts instead). */
+  if (tx->depth != 1 || tm_rn(tx) != 0 || tx->wn != 0 || stm_read_only(tx)) return false;
   if (!__atomic_compare_exchange_n(&tm_irrevocable.owner, &expected, tx, false, __ATOMIC_SEQ_CST,
                                    __ATOMIC_RELAXED))
     return false;
@@ -456,7 +461,7 @@ bool stm_try_become_irrevocable(tm_tx *tx) {
   return true;
 }
 
-void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
+void stm_begin(tm_tx *tx, bool irrevocable, bool fresh, bool read_only) {
   tm_mode mode = tx->begin_mode;
   tm_load_view_ *fast_view = tx->begin_fast_view;
   if (TM_UNLIKELY(irrevocable)) {
@@ -470,7 +475,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh) {
   }
   /* bloom is only ever set under CTL (ctl_store). */
   if (tx->bloom && mode == TM_MODE_CTL_WB) ctl_index_rebuild(tx, 0);
-  uint64_t now = stm_begin_attempt(tx, mode, fast_view);
+  uint64_t now = stm_begin_attempt(tx, mode, fast_view, read_only && !irrevocable);
   /* prio and status are read and changed only by the kill contention manager: under any
    * other cm, status stays TM_STATUS_ACTIVE (its initial value) and prio is never read. */
   if (tm_cfg.cm == TM_CM_KILL) {

@@ -69,8 +69,9 @@ static inline __attribute__((always_inline)) bool rset_try_push(tm_tx *tx, uint6
   return true;
 }
 
+/* Records a read, growing the set when full; a read-only attempt records nothing. */
 static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t w) {
-  if (TM_UNLIKELY(!rset_try_push(tx, lock, seen, w))) {
+  if (TM_UNLIKELY(!rset_try_push(tx, lock, seen, w)) && !stm_read_only(tx)) {
     stm_rset_grow(tx);
     rset_try_push(tx, lock, seen, w);
   }

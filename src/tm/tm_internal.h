@@ -173,7 +173,8 @@ typedef struct tm_tx {
   /* ---- hot: the owner's fast paths. First what the inline load (tm.h's tm_load_try_)
    * touches, as tm.h's tm_load_view_ and under the same names (ort_rshift, ort_amask,
    * ort_base, end: the snapshot bound as a lock word, rset/rlast/rlimit: the read set, rlast
-   * = rset - 1 when empty, rlimit = rset + rcap - 1), all in the first cache line; then what
+   * = rset - 1 when empty, rlimit = rset + rcap - 1, or rset - 1 in a read-only attempt), all
+   * in the first cache line; then what
    * begin/commit and stores touch. ---- */
   union {
     tm_load_view_ view;
@@ -198,6 +199,8 @@ typedef struct tm_tx {
   unsigned top_conflicts; /* of which conflict aborts (irrevocable_after counts these: a
                              transaction waiting with tm_restart must not go serial) */
   bool want_irrevocable;  /* next top-level attempt runs irrevocably */
+  bool read_only_off;     /* the block's later attempts keep a read set (a read-only attempt
+                             aborted with TM_ABORT_READ_ONLY) */
   bool plain_begin;       /* stm backend and cm != kill (stm_begin_is_plain) */
   bool irrevocable_stat;  /* this attempt counts as irrevocable (lock backend) */
   uint64_t bloom;         /* CTL: bit (addr >> 3) & 63 of each written word */
@@ -246,6 +249,9 @@ tm_tx *tm_all_descriptors(void); /* every descriptor ever made, linked by all_ne
  * nesting may escalate to a lower level), rolling back and jumping to its restart point. */
 _Noreturn void tm_abort_conflict(tm_tx *tx, unsigned level, tm_abort_cause cause,
                                  tm_conflict_class cls);
+/* A read-only attempt could not go on without a read set: the top level restarts, keeping
+ * one from now on (TM_ABORT_READ_ONLY; not a conflict). */
+_Noreturn void tm_abort_read_only(tm_tx *tx);
 /* The innermost level a conflict aborts (closed nesting: the current depth). */
 unsigned tm_conflict_level(const tm_tx *tx);
 /* The level whose reads include read-set index `index`. */
@@ -267,15 +273,32 @@ void stm_store_word(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask);
 bool stm_try_become_irrevocable(tm_tx *tx); /* in place, when nothing was accessed yet */
 void stm_irrevocable_acquire(tm_tx *tx);    /* waits until this thread holds the flag */
 void stm_irrevocable_release(tm_tx *tx);
+/* Read-only attempts (TinySTM's read-only mode). A block flagged TM_FLAG_READ_ONLY begins
+ * attempts that record no reads: a read-only transaction needs its read set only to extend
+ * its snapshot, and it commits without validation. So such an attempt cannot extend: a
+ * read of a version newer than its snapshot (or a snapshot reset by tm_request_validation)
+ * aborts it with TM_ABORT_READ_ONLY, as does a store (the hint was wrong), and the block's
+ * later attempts record their reads like any other (read_only_off). The read set of a
+ * read-only attempt is empty and full at once, rlimit == rlast == rset - 1: the load paths'
+ * "set full" branch tells it from a full set of a logging attempt by rlimit < rset, so the
+ * logging attempts' fast path pays nothing for it. */
+static inline bool stm_read_only(const tm_tx *tx) { return tx->rlimit < tx->rset; }
+/* Whether a top-level attempt of a block with `flags` keeps no read set. */
+static inline bool stm_attempt_read_only(const tm_tx *tx, int flags) {
+  return (flags & TM_FLAG_READ_ONLY) && !tx->read_only_off;
+}
+
 /* The stores that start every STM attempt: its mode, a snapshot at the current clock, empty
- * read and write sets, a new attempt number. Returns the clock value. */
-static inline __attribute__((always_inline)) uint64_t stm_begin_attempt(tm_tx *tx, tm_mode mode,
-                                                                        tm_load_view_ *fast_view) {
+ * read and write sets (the read set off for a read-only attempt), a new attempt number.
+ * Returns the clock value. */
+static inline __attribute__((always_inline)) uint64_t
+stm_begin_attempt(tm_tx *tx, tm_mode mode, tm_load_view_ *fast_view, bool read_only) {
   tx->mode = mode;
   tm_fast_view_ = fast_view;
   uint64_t now = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
   __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
   tm_rset_truncate(tx, 0);
+  tx->rlimit = read_only ? tx->rset - 1 : tx->rset + tx->rcap - 1;
   tx->wn = 0;
   __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
   return now;
@@ -289,7 +312,7 @@ static inline bool stm_begin_is_plain(const tm_tx *tx, int flags) {
          __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE) == NULL;
 }
 /* Top-level begin, every case; `fresh`: first attempt (not a retry). */
-void stm_begin(tm_tx *tx, bool irrevocable, bool fresh);
+void stm_begin(tm_tx *tx, bool irrevocable, bool fresh, bool read_only);
 
 /* ---- Attribution (stm_attribution.c) ----
  * With attribution on, every ORT entry is two words: the lock word and a summary of the

@@ -251,7 +251,7 @@ static inline tm_level *level_enter(tm_tx *tx) {
 static __attribute__((noinline)) void begin_top_other(tm_tx *tx, tm_level *lv, int flags) {
   bool irrevocable = (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable;
   if (tm_cfg.backend == TM_BACKEND_STM) {
-    stm_begin(tx, irrevocable, lv->retries == 0);
+    stm_begin(tx, irrevocable, lv->retries == 0, stm_attempt_read_only(tx, flags));
   } else {
     tm_lock_begin(tx);
     tx->irrevocable_stat = irrevocable;
@@ -267,7 +267,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
     tx->wlevel = 1;
     /* Both branches end in calls only (tail calls where this is inlined last). */
     if (TM_LIKELY(stm_begin_is_plain(tx, flags))) {
-      stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view);
+      stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view, stm_attempt_read_only(tx, flags));
       run_callbacks(TM_EVENT_BEGIN, 1);
     } else {
       begin_top_other(tx, lv, flags);
@@ -291,6 +291,7 @@ static inline void end_top(tm_tx *tx) {
   tx->top_retries = 0;
   tx->top_conflicts = 0;
   tx->want_irrevocable = false;
+  tx->read_only_off = false;
 }
 
 sigjmp_buf *tm_checkpoint_(int flags) {
@@ -492,6 +493,11 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   }
 #endif
   siglongjmp(lv->jb, jump);
+}
+
+void tm_abort_read_only(tm_tx *tx) {
+  tx->read_only_off = true;
+  abort_to(tx, 1, TM_ABORT_READ_ONLY, TM_CLASS_NONE, TM_JUMP_RETRY);
 }
 
 unsigned tm_conflict_level(const tm_tx *tx) {

@@ -22,6 +22,7 @@ static const char *const cause_names[TM_ABORT_CAUSE_COUNT] = {
     [TM_ABORT_KILLED] = "killed",
     [TM_ABORT_EXPLICIT] = "explicit",
     [TM_ABORT_IRREVOCABLE] = "irrevocable",
+    [TM_ABORT_READ_ONLY] = "read_only",
 };
 
 const char *tm_abort_cause_name(tm_abort_cause cause) {

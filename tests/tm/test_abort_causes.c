@@ -10,6 +10,9 @@
  *                     the newer stripe; CTL: the commit fails validation instead).
  *   explicit          tm_restart / tm_abort.
  *   irrevocable       tm_become_irrevocable inside a transaction.
+ *   read_only         a TM_ATOMIC_RO block (no read set) reads x; A commits x and y; the
+ *                     block reads y, newer than its snapshot: it cannot extend, so it
+ *                     restarts, with a read set. Also: a TM_ATOMIC_RO block that stores.
  * Lock conflicts can only be forced under encounter-time locking (etl-*): under ctl-wb a
  * store takes no lock before commit, so those scenarios check instead that B commits
  * without a lock-conflict abort. Under cm=wait a reader of a locked stripe waits instead of
@@ -239,6 +242,64 @@ static void test_validation(void) {
   CHECK(s.false_conflicts == 0);
 }
 
+/* ---- read-only attempts ---- */
+static volatile int b_ro_attempts;
+
+/* B, read-only: read x; (first attempt: wait for A's commit); read y. */
+static void b_read_only_x_then_y(void) {
+  b_ro_attempts = 0;
+  TM_ATOMIC_RO {
+    b_r1 = tm_load(&mem.x);
+    if (++b_ro_attempts == 1) {
+      flag_set(&b_ready, 1);
+      flag_wait_ge(&a_committed, 1);
+    }
+    b_r2 = tm_load(&mem.y);
+  }
+}
+
+/* A is ready as soon as B began: B's second attempt (with a read set) extends its snapshot
+ * at the next commit instead of aborting, here a commit of a word B has not read. */
+static _Alignas(256) uint64_t a_other;
+static void a_commit_other_during_b_retry(void) {
+  flag_wait_ge(&b_ready, 1);
+  TM_ATOMIC { tm_store(&a_other, tm_load(&a_other) + 1); }
+  flag_set(&a_committed, 1);
+}
+static void b_read_only_retry_extends(void) {
+  b_ro_attempts = 0;
+  TM_ATOMIC_RO {
+    b_r1 = tm_load(&mem.x);
+    if (++b_ro_attempts == 1) tm_store(&mem.z, (uint64_t)1); /* the hint was wrong once */
+    if (b_ro_attempts == 2) {
+      flag_set(&b_ready, 1);
+      flag_wait_ge(&a_committed, 1);
+    }
+    b_r2 = tm_load(&a_other); /* newer than the snapshot: extends (x unchanged) */
+  }
+}
+
+static void test_read_only(void) {
+  if (tm_test_is_lock()) return;
+  tm_stats s = run_pair("read_only", a_commit_x_y_after_b_read, b_read_only_x_then_y);
+  CHECK(b_r1 == 10 && b_r2 == 10); /* never a mixed snapshot */
+  CHECK(b_ro_attempts == 2);
+  CHECK(s.commits == 2 && s.commits_read_only == 1);
+  CHECK(s.aborts == 1);
+  CHECKF(tm_test_cause(&s, TM_ABORT_READ_ONLY) == 1,
+         "a read-only attempt cannot extend its snapshot: it restarts (read_only)");
+  CHECK(s.true_conflicts + s.false_conflicts + s.unknown_conflicts == 0);
+
+  /* A store in a read-only block restarts it once; the retry records its reads, so it
+   * survives a commit that a read-only attempt could not. */
+  mem.x = mem.y = 0;
+  s = run_pair("read_only_store", a_commit_other_during_b_retry, b_read_only_retry_extends);
+  CHECK(b_ro_attempts == 2 && b_r1 == 0 && b_r2 == 1);
+  CHECK(mem.z == 0); /* the store of the first attempt was rolled back */
+  CHECK(s.commits == 2 && s.aborts == 1);
+  CHECK(tm_test_cause(&s, TM_ABORT_READ_ONLY) == 1);
+}
+
 /* ---- explicit aborts ---- */
 static void test_explicit(void) {
   mem.x = 5;
@@ -355,5 +416,6 @@ int main(void) {
   test_validation();
   test_explicit();
   test_become_irrevocable();
+  test_read_only();
   return check_exit();
 }
