@@ -91,6 +91,14 @@ void stm_rset_grow(tm_tx *tx) {
   tx->rlimit = tx->rset + cap - 1;
 }
 
+/* Write-set entries are given up: their attempt ended (commit or rollback) or
+ * their child level rolled back; they will be reused. Another thread may be walking a chain
+ * of them to classify a conflict (stm_attribution.c): it re-checks the attempt counter, so
+ * it changes first. Read-only attempts give up nothing and do not count. */
+static inline void wset_retire(tm_tx *tx) {
+  __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
+}
+
 static tm_wentry *wentry_alloc(tm_tx *tx) {
   if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) tm_fatal("a transaction wrote more than 2^20 words");
   return &tx->wset[tx->wn];
@@ -552,6 +560,7 @@ void stm_commit(tm_tx *tx) {
     if (tx->wn) {
       uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
       release_all(tx, tx->wn, tm_version_word(ts));
+      wset_retire(tx);
     }
     stm_irrevocable_release(tx);
     return;
@@ -585,6 +594,7 @@ void stm_commit(tm_tx *tx) {
     for (size_t i = 0, n = tx->wn; i < n; i++) word_write(ws[i].addr, ws[i].value, ws[i].mask);
   }
   release_all(tx, tx->wn, tm_version_word(ts));
+  wset_retire(tx);
   tx->ctl_locked = 0;
   if (tm_cfg.privatization) privatization_barrier(tx, ts);
 }
@@ -623,6 +633,7 @@ void stm_rollback(tm_tx *tx, unsigned level) {
   size_t rmark = level == 1 ? 0 : tx->levels[level]->rset_mark;
   tm_rset_truncate(tx, rmark);
   if (level == 1 && tx->wb_ts) __atomic_store_n(&tx->wb_ts, 0, __ATOMIC_RELEASE);
+  size_t wn = tx->wn;
   tm_wentry *ws = tx->wset;
   switch (tx->mode) {
   case TM_MODE_ETL_WT:
@@ -646,6 +657,7 @@ void stm_rollback(tm_tx *tx, unsigned level) {
     }
     tx->wn = wmark;
   }
+  if (wn > wmark) wset_retire(tx);
 }
 
 void stm_merge_child(tm_tx *tx, unsigned child) {

@@ -221,7 +221,9 @@ typedef struct tm_tx {
   _Alignas(TM_CACHE_LINE) uint64_t status; /* TM_STATUS_* (cm=kill) */
   uint64_t kill_class;                     /* classification the killer computed */
   uint64_t prio;          /* start time of the first attempt (older wins under cm=kill) */
-  uint64_t attempt;       /* incremented at each top-level begin (attribution re-checks it) */
+  uint64_t attempt;       /* incremented whenever write-set entries are given up (a write
+                             attempt ended, or a child's were rolled back), before any is
+                             reused: attribution re-checks it (stm.c's wset_retire) */
   struct tm_tx *all_next; /* list of every descriptor ever made (never freed) */
   struct tm_tx *free_next;
   bool live;
@@ -289,8 +291,7 @@ static inline bool stm_attempt_read_only(const tm_tx *tx, int flags) {
 }
 
 /* The stores that start every STM attempt: its mode, a snapshot at the current clock, empty
- * read and write sets (the read set off for a read-only attempt), a new attempt number.
- * Returns the clock value. */
+ * read and write sets (the read set off for a read-only attempt). Returns the clock value. */
 static inline __attribute__((always_inline)) uint64_t
 stm_begin_attempt(tm_tx *tx, tm_mode mode, tm_load_view_ *fast_view, bool read_only) {
   tx->mode = mode;
@@ -300,7 +301,6 @@ stm_begin_attempt(tm_tx *tx, tm_mode mode, tm_load_view_ *fast_view, bool read_o
   tm_rset_truncate(tx, 0);
   tx->rlimit = read_only ? tx->rset - 1 : tx->rset + tx->rcap - 1;
   tx->wn = 0;
-  __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
   return now;
 }
 /* Whether a top-level attempt may begin with stm_begin_attempt alone (tm_runtime.c's fast

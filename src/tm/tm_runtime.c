@@ -262,9 +262,9 @@ static __attribute__((noinline)) void begin_top_other(tm_tx *tx, tm_level *lv, i
 static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_level *lv, unsigned d,
                                                               int flags) {
   tx->depth = d;
-  lv->flags = flags;
   if (TM_LIKELY(d == 1)) {
-    tx->wlevel = 1;
+    tx->wlevel = 1; /* next to depth: one store with it */
+    lv->flags = flags;
     /* Both branches end in calls only (tail calls where this is inlined last). */
     if (TM_LIKELY(stm_begin_is_plain(tx, flags))) {
       stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view, stm_attempt_read_only(tx, flags));
@@ -275,6 +275,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
     return;
   }
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d : 1;
+  lv->flags = flags;
   lv->rset_mark = tm_rn(tx);
   lv->wset_mark = tx->wn;
   /* Flat nesting: the children are part of one transaction; subscribers (txmem) treat each
@@ -283,15 +284,21 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
   if (flags & TM_FLAG_IRREVOCABLE) tm_become_irrevocable();
 }
 
-/* The top-level block ends (commit or tm_abort). */
+/* The top-level block ends (commit or tm_abort). Its escalation state and level 1's retry
+ * counters go back to zero: they are zero whenever depth is 0 (tm_enter_ relies on it). A
+ * block that never aborted changed none of them (each change comes with top_retries++). */
 static inline void end_top(tm_tx *tx) {
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
   tm_fast_view_ = NULL;
-  tx->top_retries = 0;
-  tx->top_conflicts = 0;
-  tx->want_irrevocable = false;
-  tx->read_only_off = false;
+  if (TM_UNLIKELY(tx->top_retries != 0)) {
+    tx->top_retries = 0;
+    tx->top_conflicts = 0;
+    tx->want_irrevocable = false;
+    tx->read_only_off = false;
+    tx->levels[1]->retries = 0;
+    tx->levels[1]->conflict_retries = 0;
+  }
 }
 
 sigjmp_buf *tm_checkpoint_(int flags) {
@@ -378,9 +385,7 @@ static __attribute__((noinline)) void enter_other(tm_context_ *ctx, int flags) {
 void tm_enter_(tm_context_ *ctx, int flags) {
   tm_tx *tx = tm_self;
   if (TM_LIKELY(tx != NULL) && TM_LIKELY(tx->depth == 0)) {
-    tm_level *lv = tx->levels[1]; /* level_cap >= 8 from the set-up */
-    lv->retries = 0;
-    lv->conflict_retries = 0;
+    tm_level *lv = tx->levels[1]; /* level_cap >= 8 from the set-up; retries 0 (end_top) */
     lv->ctx = ctx;
     level_begin(tx, lv, 1, flags);
     return;
@@ -422,12 +427,14 @@ static __attribute__((noinline)) void commit_other(tm_tx *tx) {
   commit_top_done(tx, read_only, irrevocable);
 }
 
-/* The common case, a revocable read-only top level, has no stack frame: an attempt that
- * wrote nothing is consistent at its snapshot (LSA) and has nothing to publish. */
+/* The common case, a revocable read-only top level that never aborted, has no stack
+ * frame: an attempt that wrote nothing is consistent at its snapshot (LSA) and has nothing
+ * to publish. */
 void tm_commit_(void) {
   tm_tx *tx = tm_self;
-  if (TM_LIKELY(tx->depth == 1 && tx->wn == 0 && tx->mode < TM_MODE_IRREVOCABLE)) {
-    commit_top_done(tx, true, false);
+  if (TM_LIKELY(tx->depth == 1 && tx->wn == 0 && tx->mode < TM_MODE_IRREVOCABLE &&
+                tx->top_retries == 0)) {
+    commit_top_done(tx, true, false); /* folds to retry_histogram[0]; end_top's resets go */
     return;
   }
   commit_other(tx);
@@ -474,9 +481,9 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
     if (tm_cfg.irrevocable_after && tx->top_conflicts >= tm_cfg.irrevocable_after)
       tx->want_irrevocable = true;
   }
-  if (level == 1 && jump == TM_JUMP_CANCEL) end_top(tx);
   tm_level *lv = tx->levels[level];
   lv->retries++;
+  if (level == 1 && jump == TM_JUMP_CANCEL) end_top(tx); /* after: it zeroes lv's counters */
   if (tx->wait_lock) stm_wait_after_abort(tx);
   if (level == 1 && jump == TM_JUMP_RETRY && cls != TM_CLASS_NONE && tm_cfg.cm == TM_CM_BACKOFF)
     backoff(tx, lv->retries);
