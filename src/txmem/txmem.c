@@ -74,14 +74,15 @@ static __attribute__((noinline)) void begin_top_publish(txmem_thread *t) {
   txmem_epoch_announce(t);
 }
 
-static inline void begin_top(txmem_thread *t) {
+/* Counts the top-level begin; the announcement follows (a tail call when it is rare). */
+static inline bool begin_top_count(txmem_thread *t) {
   /* depth first (only this thread reads it), so that the rest can end in tail calls */
   t->depth = 1;
   if (TXMEM_UNLIKELY(++t->tx_pending == 0)) {
     begin_top_publish(t);
-    return;
+    return false;
   }
-  txmem_epoch_announce(t);
+  return true;
 }
 
 static inline void begin_nested(txmem_thread *t, unsigned depth) {
@@ -97,7 +98,7 @@ static __attribute__((noinline)) void begin_slow(txmem_thread *t, unsigned depth
   if (depth != t->depth + 1)
     txmem_contract_error("begin: depth must be the open levels + 1", depth, t->depth);
   if (depth == 1) {
-    begin_top(t);
+    if (begin_top_count(t)) txmem_epoch_announce(t);
     return;
   }
   if (depth >= t->levels_cap)
@@ -105,15 +106,28 @@ static __attribute__((noinline)) void begin_slow(txmem_thread *t, unsigned depth
   begin_nested(t, depth);
 }
 
+/* The top level in the other announce modes (frameless), and contract errors. */
+static __attribute__((noinline)) void begin_top_other(txmem_thread *t) {
+  if (TXMEM_UNLIKELY(t->depth != 0 || !t->top)) { /* or a thread's first begin */
+    begin_slow(t, 1);
+    return;
+  }
+  if (begin_top_count(t)) txmem_epoch_announce(t);
+}
+
 void txmem_tx_begin(unsigned depth) {
   txmem_thread *t = &txmem_tls;
-  /* t->top != 0: the thread is set up (levels[1] exists). */
-  if (TXMEM_LIKELY(depth == 1 && t->depth == 0 && t->top != 0)) {
-    begin_top(t);
+  if (TXMEM_LIKELY(depth == 1)) {
+    /* The default mode inline (the thread is set up: levels[1] exists). */
+    if (TXMEM_LIKELY(t->depth == 0 && t->top == TXMEM_TOP_STICKY)) {
+      if (begin_top_count(t)) txmem_epoch_announce_sticky(t);
+      return;
+    }
+    begin_top_other(t);
     return;
   }
   /* A nested level's parent is open, so the thread is set up. */
-  if (TXMEM_UNLIKELY(depth == 1 || depth != t->depth + 1 || depth >= t->levels_cap)) {
+  if (TXMEM_UNLIKELY(depth != t->depth + 1 || depth >= t->levels_cap)) {
     begin_slow(t, depth);
     return;
   }
@@ -161,7 +175,7 @@ static __attribute__((noinline)) void commit_top_logs(txmem_thread *t) {
 static __attribute__((noinline)) void commit_slow(txmem_thread *t, unsigned depth) {
   if (depth == 0 || depth != t->depth)
     txmem_contract_error("commit: depth must be the innermost open level", depth, t->depth);
-  /* depth >= 2 here: the top level's commit is txmem_tx_commit's own path. */
+  /* depth >= 2 here: the top level's commit is commit_other's or txmem_tx_commit's. */
   const txmem_level *child = &t->levels[depth];
   if (t->commit_len > child->commit_start && t->txalloc)
     merge_child_frees(t, child, &t->levels[depth - 1]);
@@ -169,15 +183,27 @@ static __attribute__((noinline)) void commit_slow(txmem_thread *t, unsigned dept
   level_current(t, depth - 1);
 }
 
-void txmem_tx_commit(unsigned depth) {
-  txmem_thread *t = &txmem_tls;
+/* The top level in the other announce modes (frameless); nested levels and contract
+ * errors. */
+static __attribute__((noinline)) void commit_other(txmem_thread *t, unsigned depth) {
   if (TXMEM_UNLIKELY(depth != 1 || t->depth != 1)) {
-    commit_slow(t, depth); /* nested levels and contract errors */
+    commit_slow(t, depth);
     return;
   }
-  /* cur_seq and cur_undo_start are the top level's, 0 (I5). */
   t->depth = 0;
   txmem_epoch_leave(t);
+  if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
+}
+
+void txmem_tx_commit(unsigned depth) {
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_UNLIKELY(depth != 1 || t->depth != 1 || t->top != TXMEM_TOP_STICKY)) {
+    commit_other(t, depth);
+    return;
+  }
+  /* The top level, default mode. cur_seq and cur_undo_start are the top level's, 0 (I5). */
+  t->depth = 0;
+  txmem_epoch_leave_sticky(t);
   if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
 }
 

@@ -40,6 +40,9 @@
 
 #include "txalloc/txmem.h"
 
+/* On the layer's shared data: declared hidden (their definitions are, by the build's
+ * -fvisibility=hidden), the fast paths address them directly instead of through the GOT. */
+#define TXMEM_HIDDEN __attribute__((visibility("hidden")))
 #define TXMEM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TXMEM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -53,8 +56,8 @@ typedef struct txmem_config {
   bool sticky;
   size_t limbo_max; /* high-water mark of one thread's limbo, in objects */
 } txmem_config;
-extern txmem_config txmem_cfg;
-extern _Atomic int txmem_cfg_ready;
+extern TXMEM_HIDDEN txmem_config txmem_cfg;
+extern TXMEM_HIDDEN _Atomic int txmem_cfg_ready;
 void txmem_config_init_slow(void);
 /* Registers the process for expedited membarrier; false when the kernel refuses (or in
  * ThreadSanitizer builds, which do not model it). */
@@ -107,7 +110,7 @@ typedef struct txmem_record {
   uint64_t limbo_objects, limbo_bytes, limbo_peak;
 } txmem_record;
 
-extern txmem_record *_Atomic txmem_registry; /* head of the list of records */
+extern TXMEM_HIDDEN txmem_record *_Atomic txmem_registry; /* head of the list of records */
 
 typedef struct txmem_level {
   uint64_t seq;
@@ -141,10 +144,6 @@ typedef struct txmem_thread {
   bool ready;
   /* Copies of the configuration, taken at setup (valid once ready). */
   bool txalloc; /* strategy txalloc: balanced recycling, the allocator's shortcuts */
-  uint8_t top;  /* txmem_top_mode: how a top-level transaction announces; 0 until ready */
-  /* Top-level begins not yet added to hot[transactions]: its 256th wraps it to 0, which
-   * folds and publishes the counters (one memory increment and a branch per begin). */
-  uint8_t tx_pending;
   txmem_undo_entry *undo;
   size_t undo_len, undo_cap;
   /* Live undo entries below indexed_upto are in the index; the newest ones above it (at
@@ -155,9 +154,16 @@ typedef struct txmem_thread {
    * I5). */
   uint64_t cur_seq;
   size_t cur_undo_start;
-  uint64_t ticket; /* the seq of the newest nested level */
+  /* Not in depth's 8 bytes: the compiler would test both with one wide load there, which
+   * the store forwarding of the previous hook's narrow stores to depth and tx_pending
+   * cannot serve (a stall per hook). */
+  uint8_t top; /* txmem_top_mode: how a top-level transaction announces; 0 until ready */
+  /* Top-level begins not yet added to hot[transactions]: its 256th wraps it to 0, which
+   * folds and publishes the counters (one memory increment and a branch per begin). */
+  uint8_t tx_pending;
 
   txmem_record *rec;
+  uint64_t ticket; /* the seq of the newest nested level */
   uint64_t hot[TXMEM_HOT_COUNT_];
 
   txmem_level *levels; /* levels[1..depth]; levels[1] is constant (I5) */
@@ -187,7 +193,7 @@ typedef enum txmem_top_mode {
   TXMEM_TOP_STICKY = 3  /* sticky announcements (txmem_config.sticky) */
 } txmem_top_mode;
 
-extern __thread txmem_thread txmem_tls;
+extern TXMEM_HIDDEN __thread txmem_thread txmem_tls;
 
 /* txmem_thread.c */
 txmem_thread *txmem_thread_setup(txmem_thread *t); /* registers the thread on first use */
@@ -249,7 +255,7 @@ size_t txmem_backend_usable(const void *ptr);
 void txmem_cache_flush(txmem_thread *t);
 
 /* txmem_epoch.c (the reasoning is there) */
-extern _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
+extern TXMEM_HIDDEN _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
 /* An announcement word: the epoch and whether a top-level transaction runs in it. */
 #define TXMEM_ANNOUNCE(epoch, running) ((uint64_t)(epoch) << 1 | (uint64_t)(running))
 #define TXMEM_ANNOUNCE_EPOCH(word) ((word) >> 1)
@@ -259,36 +265,40 @@ extern _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
 void txmem_epoch_announce_fenced(txmem_thread *t);
 /* Sticky begin of a record a scan flagged: clears fence_next, then announces fenced. */
 void txmem_epoch_announce_flagged(txmem_thread *t);
-/* Announces the epoch a top-level transaction begins in (inline: one per top-level
- * begin). Sticky announcements: a plain store, which the compiler keeps before the
- * transaction's first load (the signal fence) but the CPU may delay; a scan that would
- * rely on the record showing no running transaction runs membarrier first
- * (txmem_epoch.c). Otherwise the fenced announcement (an xchg), or none. */
+/* Announces the epoch a top-level transaction begins in, sticky mode (inline: one per
+ * top-level begin): a plain store, which the compiler keeps before the transaction's first
+ * load (the signal fence) but the CPU may delay; a scan that would rely on the record
+ * showing no running transaction runs membarrier first (txmem_epoch.c). */
+static inline void txmem_epoch_announce_sticky(txmem_thread *t) {
+  txmem_record *r = t->rec;
+  atomic_store_explicit(&r->announce, TXMEM_ANNOUNCE(atomic_load(&txmem_g_epoch), 1),
+                        memory_order_relaxed);
+  /* The flag and the transaction's loads come after the store. */
+  atomic_signal_fence(memory_order_seq_cst);
+  if (TXMEM_UNLIKELY(atomic_load_explicit(&r->fence_next, memory_order_relaxed)))
+    txmem_epoch_announce_flagged(t);
+}
+/* The announcement of any mode: sticky, fenced (an xchg), or none. */
 static inline void txmem_epoch_announce(txmem_thread *t) {
-  if (TXMEM_LIKELY(t->top == TXMEM_TOP_STICKY)) {
-    txmem_record *r = t->rec;
-    atomic_store_explicit(&r->announce, TXMEM_ANNOUNCE(atomic_load(&txmem_g_epoch), 1),
-                          memory_order_relaxed);
-    /* The flag and the transaction's loads come after the store. */
-    atomic_signal_fence(memory_order_seq_cst);
-    if (TXMEM_UNLIKELY(atomic_load_explicit(&r->fence_next, memory_order_relaxed)))
-      txmem_epoch_announce_flagged(t);
-    return;
-  }
-  if (t->top == TXMEM_TOP_FENCED) txmem_epoch_announce_fenced(t);
+  if (TXMEM_LIKELY(t->top == TXMEM_TOP_STICKY))
+    txmem_epoch_announce_sticky(t);
+  else if (t->top == TXMEM_TOP_FENCED)
+    txmem_epoch_announce_fenced(t);
 }
 /* The top-level transaction ended (commit or abort): clear the running bit (sticky: the
  * epoch stays, read back from the record, which only this thread writes) or withdraw the
  * announcement. Release: the transaction's reads come before. */
+static inline void txmem_epoch_leave_sticky(txmem_thread *t) {
+  txmem_record *r = t->rec;
+  uint64_t a = atomic_load_explicit(&r->announce, memory_order_relaxed);
+  atomic_store_explicit(&r->announce, TXMEM_ANNOUNCE(TXMEM_ANNOUNCE_EPOCH(a), 0),
+                        memory_order_release);
+}
 static inline void txmem_epoch_leave(txmem_thread *t) {
-  if (TXMEM_LIKELY(t->top == TXMEM_TOP_STICKY)) {
-    txmem_record *r = t->rec;
-    uint64_t a = atomic_load_explicit(&r->announce, memory_order_relaxed);
-    atomic_store_explicit(&r->announce, TXMEM_ANNOUNCE(TXMEM_ANNOUNCE_EPOCH(a), 0),
-                          memory_order_release);
-  } else if (t->top == TXMEM_TOP_FENCED) {
+  if (TXMEM_LIKELY(t->top == TXMEM_TOP_STICKY))
+    txmem_epoch_leave_sticky(t);
+  else if (t->top == TXMEM_TOP_FENCED)
     atomic_store_explicit(&t->rec->announce, 0, memory_order_release);
-  }
 }
 /* Releases the top-level commit's speculative frees: at once, or through the limbo. */
 void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);
