@@ -112,7 +112,8 @@ static __attribute__((noinline)) void begin_top_other(txmem_thread *t) {
     begin_slow(t, 1);
     return;
   }
-  if (begin_top_count(t)) txmem_epoch_announce(t);
+  /* Quiet or fenced: a sticky thread at depth 0 took txmem_tx_begin's own path. */
+  if (begin_top_count(t) && t->top == TXMEM_TOP_FENCED) txmem_epoch_announce_fenced(t);
 }
 
 void txmem_tx_begin(unsigned depth) {
@@ -191,7 +192,8 @@ static __attribute__((noinline)) void commit_other(txmem_thread *t, unsigned dep
     return;
   }
   t->depth = 0;
-  txmem_epoch_leave(t);
+  /* Quiet or fenced: a sticky thread's top-level commit is txmem_tx_commit's. */
+  if (t->top == TXMEM_TOP_FENCED) txmem_epoch_withdraw(t);
   if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
 }
 

@@ -294,11 +294,14 @@ static inline void txmem_epoch_leave_sticky(txmem_thread *t) {
   atomic_store_explicit(&r->announce, TXMEM_ANNOUNCE(TXMEM_ANNOUNCE_EPOCH(a), 0),
                         memory_order_release);
 }
+static inline void txmem_epoch_withdraw(txmem_thread *t) { /* fenced mode */
+  atomic_store_explicit(&t->rec->announce, 0, memory_order_release);
+}
 static inline void txmem_epoch_leave(txmem_thread *t) {
   if (TXMEM_LIKELY(t->top == TXMEM_TOP_STICKY))
     txmem_epoch_leave_sticky(t);
   else if (t->top == TXMEM_TOP_FENCED)
-    atomic_store_explicit(&t->rec->announce, 0, memory_order_release);
+    txmem_epoch_withdraw(t);
 }
 /* Releases the top-level commit's speculative frees: at once, or through the limbo. */
 void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);
