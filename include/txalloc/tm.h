@@ -184,7 +184,9 @@ static inline __attribute__((always_inline)) int tm_load_try_(tm_load_view_ *v, 
                                                               uint64_t *out) {
   uint64_t *lock = (uint64_t *)(v->ort_base + ((w >> v->ort_rshift) & v->ort_amask));
   uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(l <= __atomic_load_n(&v->end, __ATOMIC_RELAXED) && !(l & 1), 1)) {
+  /* A locked word (bit 63 set) is above every bound: one test for "unlocked, in the
+   * snapshot". */
+  if (__builtin_expect(l <= __atomic_load_n(&v->end, __ATOMIC_RELAXED), 1)) {
     uint64_t value = __atomic_load_n((const uint64_t *)w, __ATOMIC_ACQUIRE);
     struct tm_rentry_ *last = v->rlast;
     if (__builtin_expect(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l, 1)) {

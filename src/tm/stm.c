@@ -353,14 +353,14 @@ static void etl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
         n->mask = old_mask | mask;
       }
       tx->wn++;
-      __atomic_store_n(lock, (uint64_t)(uintptr_t)n | 1, __ATOMIC_RELEASE);
+      __atomic_store_n(lock, locked_word(n), __ATOMIC_RELEASE);
       return;
     }
     tm_wentry *n = wentry_alloc(tx);
     wentry_link(n, w, tx, lock, NULL, l, tx->wlevel, 1);
     n->value = value & mask;
     n->mask = mask;
-    if (!__atomic_compare_exchange_n(lock, &l, (uint64_t)(uintptr_t)n | 1, false, __ATOMIC_SEQ_CST,
+    if (!__atomic_compare_exchange_n(lock, &l, locked_word(n), false, __ATOMIC_SEQ_CST,
                                      __ATOMIC_SEQ_CST))
       continue;
     tx->wn++;
@@ -505,7 +505,7 @@ static void ctl_acquire(tm_tx *tx) {
           __atomic_store_n(&e->next, head, __ATOMIC_RELAXED);
           __atomic_store_n(&e->saved, head->saved, __ATOMIC_RELAXED);
           e->acquired = 0;
-          __atomic_store_n(lock, (uint64_t)(uintptr_t)e | 1, __ATOMIC_RELEASE);
+          __atomic_store_n(lock, locked_word(e), __ATOMIC_RELEASE);
           break;
         }
         l = on_locked(tx, lock, l, e->addr, TM_ABORT_WRITE_LOCKED);
@@ -514,7 +514,7 @@ static void ctl_acquire(tm_tx *tx) {
       __atomic_store_n(&e->next, NULL, __ATOMIC_RELAXED);
       __atomic_store_n(&e->saved, l, __ATOMIC_RELAXED);
       e->acquired = 1;
-      if (__atomic_compare_exchange_n(lock, &l, (uint64_t)(uintptr_t)e | 1, false, __ATOMIC_SEQ_CST,
+      if (__atomic_compare_exchange_n(lock, &l, locked_word(e), false, __ATOMIC_SEQ_CST,
                                       __ATOMIC_SEQ_CST))
         break;
     }
@@ -610,7 +610,7 @@ static void rollback_in_place(tm_tx *tx, size_t mark) {
   uint64_t fresh = 0; /* a new version word, taken once if some stripe needs one */
   for (size_t i = tx->wn; i-- > mark;) {
     if (!ws[i].acquired) {
-      __atomic_store_n(ws[i].lock, (uint64_t)(uintptr_t)ws[i].next | 1, __ATOMIC_RELEASE);
+      __atomic_store_n(ws[i].lock, locked_word(ws[i].next), __ATOMIC_RELEASE);
       continue;
     }
     uint64_t word = ws[i].saved + TM_INC_ONE;
@@ -652,7 +652,7 @@ void stm_rollback(tm_tx *tx, unsigned level) {
     break;
   default: /* ETL write-back: memory is untouched; newest entries are chain heads */
     for (size_t i = tx->wn; i-- > wmark;) {
-      uint64_t word = ws[i].acquired ? ws[i].saved : (uint64_t)(uintptr_t)ws[i].next | 1;
+      uint64_t word = ws[i].acquired ? ws[i].saved : locked_word(ws[i].next);
       __atomic_store_n(ws[i].lock, word, __ATOMIC_RELEASE);
     }
     tx->wn = wmark;

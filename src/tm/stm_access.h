@@ -49,10 +49,16 @@ TM_NO_ASAN static inline void word_write(uintptr_t w, uint64_t value, uint64_t m
 /* A locked lock word points into the owner's write-set region; only the owner stores such
  * words, and it releases all of them before its transaction ends, so a lock word pointing
  * into our region means we hold the lock now. */
-static inline bool owned_by(const tm_tx *tx, uint64_t l) {
-  return (uintptr_t)(l - 1) - (uintptr_t)tx->wset < TM_WSET_MAX * sizeof(tm_wentry);
+static inline tm_wentry *lock_head(uint64_t l) {
+  return (tm_wentry *)(uintptr_t)(l & ~TM_LOCKED_BITS);
 }
-static inline tm_wentry *lock_head(uint64_t l) { return (tm_wentry *)(uintptr_t)(l - 1); }
+static inline bool owned_by(const tm_tx *tx, uint64_t l) {
+  return (uintptr_t)lock_head(l) - (uintptr_t)tx->wset < TM_WSET_MAX * sizeof(tm_wentry);
+}
+/* The lock word of a lock held with `head` as its newest entry. */
+static inline uint64_t locked_word(const tm_wentry *head) {
+  return (uint64_t)(uintptr_t)head | TM_LOCKED_BITS;
+}
 
 void stm_rset_grow(tm_tx *tx);
 /* Records a read of word w (lock word `seen`). Returns false, recording nothing, when the

@@ -50,9 +50,15 @@ typedef enum {
 
 /* ---- The ORT. Lock word layout (one uint64_t per lock):
  *
- *   unlocked:  | version (60 bits)                     | incarnation (3 bits) | 0 |
- *   locked:    | address of the owner's newest write-set entry for it   | 1 |
+ *   unlocked:  | 0 | version (59 bits)                 | incarnation (3 bits) | 0 |
+ *   locked:    | 1 | address of the owner's newest write-set entry for it  | 1 |
  *
+ * Bit 63 makes every locked word larger than every snapshot bound (versions stay below
+ * 2^59: a billion commits a second for 18 years), so the load fast path's one comparison
+ * with the bound (tm.h's tm_load_try_) also rejects locked stripes. Bit 0 tells the two
+ * kinds apart everywhere else. */
+#define TM_LOCKED_BITS (UINT64_C(1) << 63 | 1)
+/*
  * version: the commit timestamp (global clock value) of the last transaction that wrote
  * a stripe mapped to this lock; incarnation: write-through rollbacks since (see below). Write-set
  * entries are 64-byte aligned, so bit 0 of their address is free. The owner's entries for one lock
