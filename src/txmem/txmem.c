@@ -176,7 +176,7 @@ static __attribute__((noinline)) void commit_top_logs(txmem_thread *t) {
 static __attribute__((noinline)) void commit_slow(txmem_thread *t, unsigned depth) {
   if (depth == 0 || depth != t->depth)
     txmem_contract_error("commit: depth must be the innermost open level", depth, t->depth);
-  /* depth >= 2 here: the top level's commit is commit_other's or txmem_tx_commit's. */
+  /* depth >= 2 here: the top level's commit is txmem_tx_commit's own path. */
   const txmem_level *child = &t->levels[depth];
   if (t->commit_len > child->commit_start && t->txalloc)
     merge_child_frees(t, child, &t->levels[depth - 1]);
@@ -184,28 +184,16 @@ static __attribute__((noinline)) void commit_slow(txmem_thread *t, unsigned dept
   level_current(t, depth - 1);
 }
 
-/* The top level in the other announce modes (frameless); nested levels and contract
- * errors. */
-static __attribute__((noinline)) void commit_other(txmem_thread *t, unsigned depth) {
-  if (TXMEM_UNLIKELY(depth != 1 || t->depth != 1)) {
-    commit_slow(t, depth);
-    return;
-  }
-  t->depth = 0;
-  /* Quiet or fenced: a sticky thread's top-level commit is txmem_tx_commit's. */
-  if (t->top == TXMEM_TOP_FENCED) txmem_epoch_withdraw(t);
-  if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
-}
-
 void txmem_tx_commit(unsigned depth) {
   txmem_thread *t = &txmem_tls;
-  if (TXMEM_UNLIKELY(depth != 1 || t->depth != 1 || t->top != TXMEM_TOP_STICKY)) {
-    commit_other(t, depth);
+  if (TXMEM_UNLIKELY(depth != 1 || t->depth != 1)) {
+    commit_slow(t, depth); /* nested levels and contract errors */
     return;
   }
-  /* The top level, default mode. cur_seq and cur_undo_start are the top level's, 0 (I5). */
+  /* The top level, any announce mode. cur_seq and cur_undo_start are the top level's, 0
+   * (I5). */
   t->depth = 0;
-  txmem_epoch_leave_sticky(t);
+  txmem_epoch_leave(t);
   if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
 }
 

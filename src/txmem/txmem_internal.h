@@ -163,6 +163,9 @@ typedef struct txmem_thread {
   uint8_t tx_pending;
 
   txmem_record *rec;
+  /* The announcement word at the end of a top-level transaction is the word & leave_keep
+   * (txmem_epoch_leave): ~TXMEM_ANNOUNCE(0, 1) with sticky announcements, 0 otherwise. */
+  uint64_t leave_keep;
   uint64_t ticket; /* the seq of the newest nested level */
   uint64_t hot[TXMEM_HOT_COUNT_];
 
@@ -285,23 +288,14 @@ static inline void txmem_epoch_announce(txmem_thread *t) {
   else if (t->top == TXMEM_TOP_FENCED)
     txmem_epoch_announce_fenced(t);
 }
-/* The top-level transaction ended (commit or abort): clear the running bit (sticky: the
- * epoch stays, read back from the record, which only this thread writes) or withdraw the
- * announcement. Release: the transaction's reads come before. */
-static inline void txmem_epoch_leave_sticky(txmem_thread *t) {
+/* The top-level transaction ended (commit or abort): the announcement word becomes
+ * itself & leave_keep: sticky, the running bit cleared and the epoch kept; fenced, 0
+ * (withdrawn); quiet, 0 stays 0. The record's word is read back (only this thread writes
+ * it), so no mode test is needed. Release: the transaction's reads come before. */
+static inline void txmem_epoch_leave(txmem_thread *t) {
   txmem_record *r = t->rec;
   uint64_t a = atomic_load_explicit(&r->announce, memory_order_relaxed);
-  atomic_store_explicit(&r->announce, TXMEM_ANNOUNCE(TXMEM_ANNOUNCE_EPOCH(a), 0),
-                        memory_order_release);
-}
-static inline void txmem_epoch_withdraw(txmem_thread *t) { /* fenced mode */
-  atomic_store_explicit(&t->rec->announce, 0, memory_order_release);
-}
-static inline void txmem_epoch_leave(txmem_thread *t) {
-  if (TXMEM_LIKELY(t->top == TXMEM_TOP_STICKY))
-    txmem_epoch_leave_sticky(t);
-  else if (t->top == TXMEM_TOP_FENCED)
-    txmem_epoch_withdraw(t);
+  atomic_store_explicit(&r->announce, a & t->leave_keep, memory_order_release);
 }
 /* Releases the top-level commit's speculative frees: at once, or through the limbo. */
 void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);

@@ -35,7 +35,10 @@ static void atfork_child(void) {
    * announces with the barrier at every begin and withdraws at every end. */
   if (txmem_cfg.sticky && !txmem_membarrier_register()) {
     txmem_cfg.sticky = false;
-    if (txmem_tls.top == TXMEM_TOP_STICKY) txmem_tls.top = TXMEM_TOP_FENCED;
+    if (txmem_tls.top == TXMEM_TOP_STICKY) {
+      txmem_tls.top = TXMEM_TOP_FENCED;
+      txmem_tls.leave_keep = 0;
+    }
     if (self && txmem_tls.depth == 0) atomic_store(&self->announce, 0);
   }
 }
@@ -127,6 +130,7 @@ txmem_thread *txmem_thread_setup(txmem_thread *t) {
   t->cur_undo_start = 0;
   pthread_once(&exit_key_once, exit_key_create);
   pthread_setspecific(exit_key, t);
+  t->leave_keep = top == TXMEM_TOP_STICKY ? ~TXMEM_ANNOUNCE(0, 1) : 0;
   t->top = (uint8_t)top;
   t->ready = true;
   return t;
