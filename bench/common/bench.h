@@ -59,6 +59,10 @@ int bench_parse_choice(const char *flag, const char *text, const char *const *na
 
 /* ---- Time and randomness ---- */
 double bench_now(void); /* monotonic seconds */
+/* CPU seconds the process has used so far, all its threads (user and system): the
+ * difference over a timed run is the CPU time its operations took, which the load of other
+ * processes on the machine changes much less than their wall-clock rate. */
+double bench_cpu_seconds(void);
 typedef struct bench_rng {
   uint64_t s;
 } bench_rng;

@@ -146,7 +146,9 @@ int main(int argc, char **argv) {
   memset(r.workers, 0, (size_t)p.threads * sizeof(worker));
   for (long i = 0; i < p.accounts; i++) *account(&r, i) = p.balance;
   tx_backend_stats_reset();
+  double cpu_before = bench_cpu_seconds();
   bench_run_timed((int)p.threads, p.duration, &r.stop, worker_main, &r);
+  double cpu_s = bench_cpu_seconds() - cpu_before;
   tx_backend_stats_snapshot();
 
   worker total = {.start = r.workers[0].start, .end = r.workers[0].end};
@@ -183,7 +185,7 @@ int main(int argc, char **argv) {
   bench_json_uint(&j, "seed", p.seed);
   bench_json_end(&j);
   tx_report_config(&j, p.threads, &p.duration);
-  tx_report_results_begin(&j, total.ops, time_s);
+  tx_report_results_begin(&j, total.ops, time_s, cpu_s);
   bench_json_uint(&j, "transfers", total.transfers);
   bench_json_uint(&j, "read_alls", total.read_alls);
   bench_json_uint(&j, "wrong_totals", total.wrong_totals);

@@ -220,7 +220,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   memset(r.workers, 0, (size_t)p.threads * sizeof(worker));
+  double cpu_before = bench_cpu_seconds();
   bench_run_timed((int)p.threads, p.duration, &r.stop, worker_main, &r);
+  double cpu_s = bench_cpu_seconds() - cpu_before;
   tx_backend_stats_snapshot();
   /* Leave the set as it was: each thread's pending key goes, outside the timed run. */
   for (long i = 0; i < p.threads; i++) {
@@ -262,7 +264,7 @@ int main(int argc, char **argv) {
   bench_json_uint(&j, "seed", p.seed);
   bench_json_end(&j);
   tx_report_config(&j, p.threads, &p.duration);
-  tx_report_results_begin(&j, total.ops, time_s);
+  tx_report_results_begin(&j, total.ops, time_s, cpu_s);
   bench_json_uint(&j, "inserts", total.inserts);
   bench_json_uint(&j, "removes", total.removes);
   bench_json_uint(&j, "lookups", total.lookups);

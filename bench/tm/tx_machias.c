@@ -232,7 +232,9 @@ int main(int argc, char **argv) {
   memset(r.workers, 0, (size_t)p.threads * sizeof(worker));
   atomic_init(&r.done, 0);
   tx_backend_stats_reset();
+  double cpu_before = bench_cpu_seconds();
   bench_run_threads((int)p.threads, worker_main, &r);
+  double cpu_s = bench_cpu_seconds() - cpu_before;
   tx_backend_stats_snapshot();
 
   worker total = {.start = r.workers[0].start, .end = r.workers[0].end};
@@ -269,7 +271,7 @@ int main(int argc, char **argv) {
   bench_json_uint(&j, "seed", p.seed);
   bench_json_end(&j);
   tx_report_config(&j, p.threads, NULL);
-  tx_report_results_begin(&j, total.allocated, time_s);
+  tx_report_results_begin(&j, total.allocated, time_s, cpu_s);
   bench_json_uint(&j, "local_frees", total.local_frees);
   bench_json_uint(&j, "remote_frees", total.received);
   tx_report_results_end(&j, valid, err);

@@ -16,11 +16,12 @@ double tx_report_rate(unsigned long long ops, double time_s) {
   return time_s > 0 ? (double)ops / time_s : 0.0;
 }
 
-void tx_report_results_begin(bench_json *j, unsigned long long ops, double time_s) {
+void tx_report_results_begin(bench_json *j, unsigned long long ops, double time_s, double cpu_s) {
   bench_json_object(j, "results");
   bench_json_uint(j, "ops", ops);
   bench_json_double(j, "ops_per_s", tx_report_rate(ops, time_s));
   bench_json_double(j, "time_s", time_s);
+  bench_json_double(j, "cpu_s", cpu_s);
 }
 
 void tx_report_results_end(bench_json *j, bool valid, const char *error) {

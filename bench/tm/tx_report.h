@@ -2,7 +2,7 @@
  * every workload writes alike. A workload writes, in this order:
  *   "workload", its own "params" object,
  *   tx_report_config          "threads", ["duration_s"], "allocator", "tm", ["tm_options"]
- *   tx_report_results_begin   opens "results" with "ops", "ops_per_s", "time_s"
+ *   tx_report_results_begin   opens "results" with "ops", "ops_per_s", "time_s", "cpu_s"
  *   its own result counters,
  *   tx_report_results_end     TM commit/abort counts, closes "results", then "tm_stats",
  *                             "memory", "valid", ["error"] and finishes the object
@@ -19,7 +19,8 @@
 /* `duration`: the seconds of a timed run, NULL for a workload that runs a number of steps. */
 void tx_report_config(bench_json *j, long threads, const double *duration);
 
-void tx_report_results_begin(bench_json *j, unsigned long long ops, double time_s);
+/* `cpu_s`: CPU seconds of the process over the same span (bench_cpu_seconds). */
+void tx_report_results_begin(bench_json *j, unsigned long long ops, double time_s, double cpu_s);
 
 void tx_report_results_end(bench_json *j, bool valid, const char *error);
 

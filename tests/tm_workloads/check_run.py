@@ -74,9 +74,12 @@ def check_json(cmd, p):
     for key in ("workload", "params", "threads", "allocator", "tm", "results", "memory", "valid"):
         if key not in d:
             fail("JSON lacks %r: %s" % (key, lines[0][:500]))
-    for key in ("ops_per_s", "time_s"):
+    for key in ("ops_per_s", "time_s", "cpu_s"):
         if key not in d["results"]:
             fail("results lack %r" % key)
+    # The workers ran: the process used CPU time during the timed span.
+    if not d["results"]["cpu_s"] > 0:
+        fail("results.cpu_s is %r, not positive" % d["results"]["cpu_s"])
     if d["valid"] is not True:
         fail("run not valid: %s" % d.get("error", lines[0][:500]))
     tm = d["tm"]
