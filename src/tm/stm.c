@@ -522,19 +522,19 @@ static void ctl_acquire(tm_tx *tx) {
   }
 }
 
-/* Releases the locks of entries [0, n) with version word `version`, after recording the
- * commit for conflict attribution. */
+/* Releases the locks of entries [0, n) with version word `version`, each after recording
+ * the commit under it for conflict attribution (the summary is stored before the release
+ * that publishes it). */
 static void release_all(tm_tx *tx, size_t n, uint64_t version) {
   tm_wentry *ws = tx->wset;
-  if (tm_cfg.attribution) {
-    for (size_t i = 0; i < n; i++)
-      if (ws[i].acquired) {
-        uint64_t *lock = ws[i].lock;
-        tm_record_commit(lock, lock_head(__atomic_load_n(lock, __ATOMIC_RELAXED)), ws[i].saved);
-      }
+  const bool attribution = tm_cfg.attribution;
+  for (size_t i = 0; i < n; i++) {
+    if (!ws[i].acquired) continue;
+    uint64_t *lock = ws[i].lock;
+    if (attribution)
+      tm_record_commit(lock, lock_head(__atomic_load_n(lock, __ATOMIC_RELAXED)), ws[i].saved);
+    __atomic_store_n(lock, version, __ATOMIC_RELEASE);
   }
-  for (size_t i = 0; i < n; i++)
-    if (ws[i].acquired) __atomic_store_n(ws[i].lock, version, __ATOMIC_RELEASE);
 }
 
 /* Privatization safety for write-back: a transaction with an older timestamp may still be

@@ -67,6 +67,8 @@ static tm_conflict_class classify_chain(const uint64_t *lock, uint64_t l, const 
       break;
     }
   }
+  /* The walk's relaxed loads come before the re-check (a seqlock reader's fence). */
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
   if (__atomic_load_n(lock, __ATOMIC_ACQUIRE) != l ||
       __atomic_load_n(&owner->attempt, __ATOMIC_ACQUIRE) != attempt)
     return TM_CLASS_UNKNOWN;
@@ -136,17 +138,35 @@ tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index) {
   return classify_chain(r->lock, l, tx, r, 0);
 }
 
-void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
-  uint64_t tag = 0, bits = 0;
-  if (head) {
-    uint64_t stripe = head->addr >> tm_cfg.shift;
-    tag = tm_cfg.shift > 7 ? TM_TAG_MIXED : tm_stripe_tag(stripe);
-    unsigned steps = 0;
-    for (const tm_wentry *e = head; e && tag != TM_TAG_MIXED; e = e->next) {
-      if ((e->addr >> tm_cfg.shift) != stripe || ++steps > CHAIN_WALK_MAX) tag = TM_TAG_MIXED;
-      bits |= tm_word_bit(e->addr);
+/* The stripe tag and word bitmap (*bits) of a chain of several entries under one lock:
+ * TM_TAG_MIXED, with every bit, when its words lie in several stripes or the chain is
+ * longer than CHAIN_WALK_MAX. */
+static __attribute__((noinline)) uint64_t chain_words(const tm_wentry *head, uint64_t *bits) {
+  uint64_t stripe = head->addr >> tm_cfg.shift, tag = tm_stripe_tag(stripe), b = 0;
+  unsigned steps = 0;
+  for (const tm_wentry *e = head; e; e = e->next) {
+    if ((e->addr >> tm_cfg.shift) != stripe || ++steps > CHAIN_WALK_MAX) {
+      *bits = 0xffff;
+      return TM_TAG_MIXED;
     }
-    if (tag == TM_TAG_MIXED) bits = 0xffff;
+    b |= tm_word_bit(e->addr);
+  }
+  *bits = b;
+  return tag;
+}
+
+void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
+  uint64_t tag = 0, bits = 0; /* a rollback (head NULL): no word changed */
+  if (head) {
+    if (tm_cfg.shift > 7) { /* more than 16 words per stripe: no word precision */
+      tag = TM_TAG_MIXED;
+      bits = 0xffff;
+    } else if (TM_LIKELY(head->next == NULL)) { /* one word under the lock, the usual case */
+      tag = tm_stripe_tag(head->addr >> tm_cfg.shift);
+      bits = tm_word_bit(head->addr);
+    } else {
+      tag = chain_words(head, &bits);
+    }
   }
   /* We hold the lock: the old summary covers the commits up to `prev`. Extend its window
    * when it describes the same stripe (or only rollbacks) and is not full; else restart

@@ -199,7 +199,7 @@ typedef struct tm_tx {
   tm_mode begin_mode; /* the mode of a revocable attempt (the configured design) */
   tm_wentry *wset;    /* reserved region of TM_WSET_MAX entries */
   size_t wn;
-  tm_level **levels; /* levels[d] for d in [1, level_cap) */
+  tm_level **levels; /* levels[d] for d in [1, level_cap); levels[1] == &top_level */
   unsigned level_cap;
   unsigned top_retries;   /* aborts of the current top-level transaction so far */
   unsigned top_conflicts; /* of which conflict aborts (irrevocable_after counts these: a
@@ -238,6 +238,9 @@ typedef struct tm_tx {
    * of every thread reads it: alone on its line, so that those reads miss only after this
    * thread's own write commits, not after each of its begins. */
   _Alignas(TM_CACHE_LINE) uint64_t wb_ts;
+  /* ---- the owner's again ---- */
+  _Alignas(
+      TM_CACHE_LINE) tm_level top_level; /* levels[1], in the descriptor: no load to reach it */
 } tm_tx;
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
@@ -291,9 +294,10 @@ void stm_irrevocable_release(tm_tx *tx);
  * "set full" branch tells it from a full set of a logging attempt by rlimit < rset, so the
  * logging attempts' fast path pays nothing for it. */
 static inline bool stm_read_only(const tm_tx *tx) { return tx->rlimit < tx->rset; }
-/* Whether a top-level attempt of a block with `flags` keeps no read set. */
-static inline bool stm_attempt_read_only(const tm_tx *tx, int flags) {
-  return (flags & TM_FLAG_READ_ONLY) && !tx->read_only_off;
+/* Whether a top-level attempt of a block with `flags` keeps no read set. `fresh`: the
+ * block's first attempt (read_only_off is false at depth 0). */
+static inline bool stm_attempt_read_only(const tm_tx *tx, int flags, bool fresh) {
+  return (flags & TM_FLAG_READ_ONLY) && (fresh || !tx->read_only_off);
 }
 
 /* The stores that start every STM attempt: its mode, a snapshot at the current clock, empty
@@ -312,10 +316,11 @@ stm_begin_attempt(tm_tx *tx, tm_mode mode, tm_load_view_ *fast_view, bool read_o
 /* Whether a top-level attempt may begin with stm_begin_attempt alone (tm_runtime.c's fast
  * begin): a revocable attempt (no irrevocability asked), no irrevocable transaction running
  * (new ones wait for it), no CTL index to empty, no kill contention manager to inform
- * (tx->plain_begin: the stm backend and cm != kill). */
-static inline bool stm_begin_is_plain(const tm_tx *tx, int flags) {
-  return tx->plain_begin && !(flags & TM_FLAG_IRREVOCABLE) && !tx->want_irrevocable && !tx->bloom &&
-         __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE) == NULL;
+ * (tx->plain_begin: the stm backend and cm != kill). `fresh`: the block's first attempt,
+ * begun at depth 0, where want_irrevocable is false (end_top). */
+static inline bool stm_begin_is_plain(const tm_tx *tx, int flags, bool fresh) {
+  return tx->plain_begin && !(flags & TM_FLAG_IRREVOCABLE) && (fresh || !tx->want_irrevocable) &&
+         !tx->bloom && __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE) == NULL;
 }
 /* Top-level begin, every case; `fresh`: first attempt (not a retry). */
 void stm_begin(tm_tx *tx, bool irrevocable, bool fresh, bool read_only);
@@ -333,7 +338,8 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh, bool read_only);
 #define TM_SUMMARY_BASE_MASK ((UINT64_C(1) << 20) - 1)
 #define TM_TAG_MIXED 0xffu
 static inline uint64_t tm_stripe_tag(uint64_t stripe) {
-  return ((stripe * UINT64_C(0x9E3779B97F4A7C15)) >> 56) % TM_TAG_MIXED;
+  uint64_t h = (stripe * UINT64_C(0x9E3779B97F4A7C15)) >> 56; /* 0..255: h % 255 */
+  return h == TM_TAG_MIXED ? 0 : h;
 }
 static inline uint64_t tm_word_bit(uintptr_t w) {
   return UINT64_C(1) << ((w >> 3) & tm_cfg.word_index_mask);

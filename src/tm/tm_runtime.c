@@ -109,7 +109,7 @@ static void levels_grow(tm_tx *tx) {
   tm_level **levels = realloc(tx->levels, cap * sizeof *levels);
   if (!levels) tm_fatal("out of memory for nesting levels");
   for (unsigned i = tx->level_cap; i < cap; i++) {
-    levels[i] = calloc(1, sizeof(tm_level));
+    levels[i] = i == 1 ? &tx->top_level : calloc(1, sizeof(tm_level));
     if (!levels[i]) tm_fatal("out of memory for nesting levels");
   }
   tx->levels = levels;
@@ -251,7 +251,7 @@ static inline tm_level *level_enter(tm_tx *tx) {
 static __attribute__((noinline)) void begin_top_other(tm_tx *tx, tm_level *lv, int flags) {
   bool irrevocable = (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable;
   if (tm_cfg.backend == TM_BACKEND_STM) {
-    stm_begin(tx, irrevocable, lv->retries == 0, stm_attempt_read_only(tx, flags));
+    stm_begin(tx, irrevocable, lv->retries == 0, stm_attempt_read_only(tx, flags, false));
   } else {
     tm_lock_begin(tx);
     tx->irrevocable_stat = irrevocable;
@@ -259,15 +259,17 @@ static __attribute__((noinline)) void begin_top_other(tm_tx *tx, tm_level *lv, i
   run_callbacks(TM_EVENT_BEGIN, 1);
 }
 
+/* `fresh`: the block's first attempt, at depth 0 (stm_begin_is_plain). */
 static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_level *lv, unsigned d,
-                                                              int flags) {
+                                                              int flags, bool fresh) {
   tx->depth = d;
   if (TM_LIKELY(d == 1)) {
     tx->wlevel = 1; /* next to depth: one store with it */
     lv->flags = flags;
     /* Both branches end in calls only (tail calls where this is inlined last). */
-    if (TM_LIKELY(stm_begin_is_plain(tx, flags))) {
-      stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view, stm_attempt_read_only(tx, flags));
+    if (TM_LIKELY(stm_begin_is_plain(tx, flags, fresh))) {
+      stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view,
+                        stm_attempt_read_only(tx, flags, fresh));
       run_callbacks(TM_EVENT_BEGIN, 1);
     } else {
       begin_top_other(tx, lv, flags);
@@ -315,7 +317,9 @@ sigjmp_buf *tm_checkpoint_(int flags) {
 void tm_begin_(int flags) {
   tm_tx *tx = tm_self;
   unsigned d = tx->depth + 1;
-  level_begin(tx, tx->levels[d], d, flags);
+  tm_level *lv = tx->levels[d];
+  /* A retry comes here too (the portable entry): its level counted the abort. */
+  level_begin(tx, lv, d, flags, d == 1 && lv->retries == 0);
 }
 
 #ifdef TM_HAVE_FAST_ENTRY_
@@ -377,7 +381,7 @@ static __attribute__((noinline)) void enter_other(tm_context_ *ctx, int flags) {
   if (!tx) tx = tm_thread_setup();
   tm_level *lv = level_enter(tx);
   lv->ctx = ctx;
-  level_begin(tx, lv, tx->depth + 1, flags);
+  level_begin(tx, lv, tx->depth + 1, flags, tx->depth == 0);
 }
 
 /* The common case, a top-level block of a thread that is set up, has no stack frame: its
@@ -385,9 +389,9 @@ static __attribute__((noinline)) void enter_other(tm_context_ *ctx, int flags) {
 void tm_enter_(tm_context_ *ctx, int flags) {
   tm_tx *tx = tm_self;
   if (TM_LIKELY(tx != NULL) && TM_LIKELY(tx->depth == 0)) {
-    tm_level *lv = tx->levels[1]; /* level_cap >= 8 from the set-up; retries 0 (end_top) */
+    tm_level *lv = &tx->top_level; /* levels[1]; its retries are 0 (end_top) */
     lv->ctx = ctx;
-    level_begin(tx, lv, 1, flags);
+    level_begin(tx, lv, 1, flags, true);
     return;
   }
   enter_other(ctx, flags);
@@ -492,7 +496,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   if (cls != TM_CLASS_NONE && tx->top_retries >= TM_YIELD_AFTER) sched_yield();
 #ifdef TM_HAVE_FAST_ENTRY_
   if (lv->ctx) { /* fast entry: tm_start_ returns 1 with the level begun again, or 0 */
-    if (jump == TM_JUMP_RETRY) level_begin(tx, lv, level, lv->flags);
+    if (jump == TM_JUMP_RETRY) level_begin(tx, lv, level, lv->flags, false);
 #ifdef __SANITIZE_ADDRESS__
     __asan_handle_no_return(); /* the frames jumped over leave the stack */
 #endif
