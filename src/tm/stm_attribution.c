@@ -56,19 +56,19 @@ static tm_conflict_class classify_chain(const uint64_t *lock, uint64_t l, const 
   if (__atomic_load_n(lock, __ATOMIC_ACQUIRE) != l) return TM_CLASS_UNKNOWN;
   bool hit = false, complete = true;
   unsigned steps = 0;
-  for (const tm_wentry *e = head; e; e = __atomic_load_n(&e->next, __ATOMIC_RELAXED)) {
+  /* The walk's loads are acquire, so that the re-check below comes after them (a seqlock
+   * reader's order; an acquire fence would do, but ThreadSanitizer does not model fences). */
+  for (const tm_wentry *e = head; e; e = __atomic_load_n(&e->next, __ATOMIC_ACQUIRE)) {
     if (++steps > CHAIN_WALK_MAX) {
       complete = false;
       break;
     }
-    uintptr_t a = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
+    uintptr_t a = __atomic_load_n(&e->addr, __ATOMIC_ACQUIRE);
     if (r ? reads_hit_word(tx, r, a) : a == w) {
       hit = true;
       break;
     }
   }
-  /* The walk's relaxed loads come before the re-check (a seqlock reader's fence). */
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
   if (__atomic_load_n(lock, __ATOMIC_ACQUIRE) != l ||
       __atomic_load_n(&owner->attempt, __ATOMIC_ACQUIRE) != attempt)
     return TM_CLASS_UNKNOWN;
