@@ -288,12 +288,13 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
 
 /* The top-level block ends (commit or tm_abort). Its escalation state and level 1's retry
  * counters go back to zero: they are zero whenever depth is 0 (tm_enter_ relies on it). A
- * block that never aborted changed none of them (each change comes with top_retries++). */
-static inline void end_top(tm_tx *tx) {
+ * block that never aborted changed none of them (each change comes with top_retries++):
+ * `retried` is top_retries != 0, read by the caller before its counter stores. */
+static inline void end_top(tm_tx *tx, bool retried) {
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
   tm_fast_view_ = NULL;
-  if (TM_UNLIKELY(tx->top_retries != 0)) {
+  if (TM_UNLIKELY(retried)) {
     tx->top_retries = 0;
     tx->top_conflicts = 0;
     tx->want_irrevocable = false;
@@ -408,7 +409,7 @@ static inline __attribute__((always_inline)) void commit_top_done(tm_tx *tx, boo
       &s->retry_histogram[k < TM_RETRY_HISTOGRAM_BUCKETS ? k : TM_RETRY_HISTOGRAM_BUCKETS - 1], 1);
   if (read_only) tm_stat_add(&s->commits_read_only, 1);
   if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
-  end_top(tx);
+  end_top(tx, k != 0);
   run_callbacks(TM_EVENT_COMMIT, 1);
 }
 
@@ -487,7 +488,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   }
   tm_level *lv = tx->levels[level];
   lv->retries++;
-  if (level == 1 && jump == TM_JUMP_CANCEL) end_top(tx); /* after: it zeroes lv's counters */
+  if (level == 1 && jump == TM_JUMP_CANCEL) end_top(tx, true); /* after: it zeroes lv's counters */
   if (tx->wait_lock) stm_wait_after_abort(tx);
   if (level == 1 && jump == TM_JUMP_RETRY && cls != TM_CLASS_NONE && tm_cfg.cm == TM_CM_BACKOFF)
     backoff(tx, lv->retries);
