@@ -131,7 +131,7 @@ double bench_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-double bench_cpu_seconds(void) {
+static double cpu_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -184,7 +184,8 @@ static void sleep_for(double duration) {
 
 /* Starts n threads behind one barrier. When `stop` is given, the calling thread is one
  * more party of the barrier, so its sleep starts with the workers' release. */
-static void run_threads(int n, bench_thread_fn fn, void *arg, double duration, bench_stop *stop) {
+static double run_threads(int n, bench_thread_fn fn, void *arg, double duration, bench_stop *stop) {
+  double cpu_before = cpu_seconds();
   pthread_t *tids = calloc((size_t)n, sizeof *tids);
   struct thread_start *starts = calloc((size_t)n, sizeof *starts);
   pthread_barrier_t barrier;
@@ -207,14 +208,18 @@ static void run_threads(int n, bench_thread_fn fn, void *arg, double duration, b
     atomic_store_explicit(&stop->raised, true, memory_order_release);
   }
   for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
+  double cpu = cpu_seconds() - cpu_before;
   pthread_barrier_destroy(&barrier);
   free(starts);
   free(tids);
+  return cpu;
 }
 
-void bench_run_threads(int n, bench_thread_fn fn, void *arg) { run_threads(n, fn, arg, 0, NULL); }
+double bench_run_threads(int n, bench_thread_fn fn, void *arg) {
+  return run_threads(n, fn, arg, 0, NULL);
+}
 
-void bench_run_timed(int n, double duration, bench_stop *stop, bench_thread_fn fn, void *arg) {
+double bench_run_timed(int n, double duration, bench_stop *stop, bench_thread_fn fn, void *arg) {
   atomic_init(&stop->raised, false);
-  run_threads(n, fn, arg, duration, stop);
+  return run_threads(n, fn, arg, duration, stop);
 }

@@ -59,10 +59,6 @@ int bench_parse_choice(const char *flag, const char *text, const char *const *na
 
 /* ---- Time and randomness ---- */
 double bench_now(void); /* monotonic seconds */
-/* CPU seconds the process has used so far, all its threads (user and system): the
- * difference over a timed run is the CPU time its operations took, which the load of other
- * processes on the machine changes much less than their wall-clock rate. */
-double bench_cpu_seconds(void);
 typedef struct bench_rng {
   uint64_t s;
 } bench_rng;
@@ -84,9 +80,12 @@ static inline uint64_t bench_rng_below(bench_rng *r, uint64_t bound) {
   return (uint64_t)(((unsigned __int128)bench_rng_next(r) * bound) >> 64);
 }
 
-/* ---- Threads: run fn(index, arg) on n threads that start together (a barrier). ---- */
+/* ---- Threads: run fn(index, arg) on n threads that start together (a barrier). Both
+ * runners return the CPU time the process used meanwhile (every thread, user and system,
+ * in seconds): the cost of the run's operations, which the load of other processes on the
+ * machine changes much less than their wall-clock rate. ---- */
 typedef void (*bench_thread_fn)(int index, void *arg);
-void bench_run_threads(int n, bench_thread_fn fn, void *arg);
+double bench_run_threads(int n, bench_thread_fn fn, void *arg);
 
 /* ---- Timed runs. The workers poll a flag that the calling thread raises when the time is
  * up, so keeping time costs a worker one relaxed load of a line nobody writes until the
@@ -101,7 +100,7 @@ typedef struct bench_stop {
  * (bench_now at its start and after it saw the flag): that span, not `duration`, is the
  * honest denominator, since a worker sees the flag an operation late and the sleeper may
  * wake late. */
-void bench_run_timed(int n, double duration, bench_stop *stop, bench_thread_fn fn, void *arg);
+double bench_run_timed(int n, double duration, bench_stop *stop, bench_thread_fn fn, void *arg);
 
 /* True once the timed run's time is up. */
 static inline bool bench_stopped(const bench_stop *stop) {

@@ -146,9 +146,7 @@ int main(int argc, char **argv) {
   memset(r.workers, 0, (size_t)p.threads * sizeof(worker));
   for (long i = 0; i < p.accounts; i++) *account(&r, i) = p.balance;
   tx_backend_stats_reset();
-  double cpu_before = bench_cpu_seconds();
-  bench_run_timed((int)p.threads, p.duration, &r.stop, worker_main, &r);
-  double cpu_s = bench_cpu_seconds() - cpu_before;
+  double cpu_s = bench_run_timed((int)p.threads, p.duration, &r.stop, worker_main, &r);
   tx_backend_stats_snapshot();
 
   worker total = {.start = r.workers[0].start, .end = r.workers[0].end};

@@ -232,9 +232,7 @@ int main(int argc, char **argv) {
   memset(r.workers, 0, (size_t)p.threads * sizeof(worker));
   atomic_init(&r.done, 0);
   tx_backend_stats_reset();
-  double cpu_before = bench_cpu_seconds();
-  bench_run_threads((int)p.threads, worker_main, &r);
-  double cpu_s = bench_cpu_seconds() - cpu_before;
+  double cpu_s = bench_run_threads((int)p.threads, worker_main, &r);
   tx_backend_stats_snapshot();
 
   worker total = {.start = r.workers[0].start, .end = r.workers[0].end};

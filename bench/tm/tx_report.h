@@ -19,7 +19,7 @@
 /* `duration`: the seconds of a timed run, NULL for a workload that runs a number of steps. */
 void tx_report_config(bench_json *j, long threads, const double *duration);
 
-/* `cpu_s`: CPU seconds of the process over the same span (bench_cpu_seconds). */
+/* `cpu_s`: CPU seconds of the process over the run (what bench_run_timed returns). */
 void tx_report_results_begin(bench_json *j, unsigned long long ops, double time_s, double cpu_s);
 
 void tx_report_results_end(bench_json *j, bool valid, const char *error);
