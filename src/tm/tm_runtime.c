@@ -299,8 +299,8 @@ static inline void end_top(tm_tx *tx, bool retried) {
     tx->top_conflicts = 0;
     tx->want_irrevocable = false;
     tx->read_only_off = false;
-    tx->levels[1]->retries = 0;
-    tx->levels[1]->conflict_retries = 0;
+    tx->top_level.retries = 0;
+    tx->top_level.conflict_retries = 0;
   }
 }
 
