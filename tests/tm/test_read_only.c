@@ -48,29 +48,21 @@ static TM_TEST_TX void write_xyz(uint64_t x, uint64_t y, uint64_t z) {
 }
 
 /* ---- tm_request_validation ---- */
-static TM_TEST_TX void ro_validate_then_load(void) {
+/* Reads x, requests validation on the first attempt, reads y, in a block with `flags`. */
+static TM_TEST_TX void validate_then_load(int flags) {
   top_runs = 0;
-  TM_ATOMIC_RO {
+  TM_ATOMIC_FLAGS(flags) {
     r1 = tm_load(&m.x);
     if (++top_runs == 1) tm_request_validation();
     r2 = tm_load(&m.y);
   }
 }
-static TM_TEST_TX void rw_validate_then_load(void) {
-  top_runs = 0;
-  TM_ATOMIC {
-    r1 = tm_load(&m.x);
-    if (++top_runs == 1) tm_request_validation();
-    r2 = tm_load(&m.y);
-  }
-}
+static void ro_validate_then_load(void) { validate_then_load(TM_FLAG_READ_ONLY); }
+static void rw_validate_then_load(void) { validate_then_load(TM_FLAG_NONE); }
 
 static void test_validation(void) {
   write_xyz(1, 2, 3);
-  tm_stats_reset();
-  ro_validate_then_load();
-  tm_stats s = stats_now();
-  tm_test_print_stats("validation (read-only)", &s);
+  tm_stats s = tm_test_measure("validation (read-only)", ro_validate_then_load);
   CHECK(r1 == 1 && r2 == 2);
   CHECK(s.commits == 1 && s.commits_read_only == 1);
   if (is_lock) {
@@ -82,9 +74,7 @@ static void test_validation(void) {
   }
 
   /* A logging attempt validates (its reads are still valid) and goes on. */
-  tm_stats_reset();
-  rw_validate_then_load();
-  s = stats_now();
+  s = tm_test_measure(NULL, rw_validate_then_load);
   CHECK(r1 == 1 && r2 == 2);
   CHECK(top_runs == 1 && s.aborts == 0 && s.commits == 1 && s.retry_histogram[0] == 1);
 }
@@ -138,10 +128,7 @@ static TM_TEST_TX void rw_parent_of_ro_child(void) {
 
 static void test_nested(void) {
   write_xyz(4, 5, 6);
-  tm_stats_reset();
-  ro_parent_of_validating_child();
-  tm_stats s = stats_now();
-  tm_test_print_stats("nested validation", &s);
+  tm_stats s = tm_test_measure("nested validation", ro_parent_of_validating_child);
   CHECK(r1 == 4 && r2 == 5);
   if (is_lock) {
     CHECK(top_runs == 1 && child_runs == 1 && s.aborts == 0);
@@ -153,10 +140,7 @@ static void test_nested(void) {
   }
   CHECK(s.commits == 1 && s.commits_read_only == 1);
 
-  tm_stats_reset();
-  ro_parent_of_storing_child();
-  s = stats_now();
-  tm_test_print_stats("nested store", &s);
+  s = tm_test_measure("nested store", ro_parent_of_storing_child);
   CHECK(m.z == 9 && r1 == 4 && r2 == 9);
   CHECK(s.commits == 1 && s.commits_read_only == 0);
   if (is_lock) {
@@ -166,9 +150,7 @@ static void test_nested(void) {
     CHECK(tm_test_cause(&s, TM_ABORT_READ_ONLY) == 1);
   }
 
-  tm_stats_reset();
-  rw_parent_of_ro_child();
-  s = stats_now();
+  s = tm_test_measure(NULL, rw_parent_of_ro_child);
   CHECK(m.y == 40 && top_runs == 1 && child_runs == 1 && s.aborts == 0);
 }
 
@@ -223,10 +205,7 @@ static TM_TEST_TX void ro_become_irrevocable(void) {
 
 static void test_irrevocable(void) {
   write_xyz(11, 12, 13);
-  tm_stats_reset();
-  ro_become_irrevocable();
-  tm_stats s = stats_now();
-  tm_test_print_stats("irrevocable", &s);
+  tm_stats s = tm_test_measure("irrevocable", ro_become_irrevocable);
   CHECK(r1 == 11 && s.commits == 1 && s.commits_irrevocable == 1);
   if (is_lock) {
     CHECK(top_runs == 1 && s.aborts == 0);
@@ -235,9 +214,7 @@ static void test_irrevocable(void) {
     CHECK(top_runs == 2 && s.aborts == 1 && tm_test_cause(&s, TM_ABORT_IRREVOCABLE) == 1);
   }
   /* The next block is revocable and read-only again. */
-  tm_stats_reset();
-  ro_validate_then_load();
-  s = stats_now();
+  s = tm_test_measure(NULL, ro_validate_then_load);
   CHECK(s.commits_irrevocable == 0);
   if (!is_lock) CHECK(top_runs == 2 && tm_test_cause(&s, TM_ABORT_READ_ONLY) == 1);
 }

@@ -143,5 +143,14 @@ static inline void tm_test_print_stats(const char *what, const tm_stats *s) {
   fprintf(stderr, " ] true=%llu false=%llu unknown=%llu\n", (unsigned long long)s->true_conflicts,
           (unsigned long long)s->false_conflicts, (unsigned long long)s->unknown_conflicts);
 }
+/* The statistics of fn() alone (reset before it), printed under `what` unless NULL. */
+static inline tm_stats tm_test_measure(const char *what, void (*fn)(void)) {
+  tm_stats_reset();
+  fn();
+  tm_stats s;
+  tm_stats_get(&s);
+  if (what) tm_test_print_stats(what, &s);
+  return s;
+}
 
 #endif
