@@ -53,8 +53,9 @@
  *    until one of them clears it: later scans pass it with no membarrier.
  * So the barrier moves from every top-level begin to the scans held back by a thread
  * between transactions, once per such pause of that thread (its next begin pays an
- * exchange): rare while threads keep running transactions (a running thread's epoch is
- * soon newer than the oldest entry), and what lets an idle thread never hold anyone back.
+ * exchange), and an idle thread never holds anyone back. Rare while threads keep running
+ * transactions: a scan held back only on the batch it has just tagged waits for its next
+ * scan instead (PASS_PATIENT), by which time such a thread announces a newer epoch.
  *
  * A record showing 0 is skipped. Under sticky announcements a thread therefore stores
  * (g_epoch, not running) with a seq_cst store when it registers, before its first
@@ -154,11 +155,15 @@ static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idl
 }
 
 /* Epochs below the result are safe to release: no running transaction can hold their
- * objects. `oldest` is the oldest epoch the caller wants to release. */
-static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest) {
+ * objects. `oldest` is the oldest epoch the caller wants to release. `patient`: the
+ * caller would rather keep what only threads between transactions hold back until its
+ * next scan than pass them now with membarrier (reclaim_pass says when). */
+static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest, bool patient) {
   uint64_t running, idle;
   scan_records(t, &running, &idle, false);
-  if (idle >= running || idle > oldest) return idle < running ? idle : running;
+  /* Counting the idle records as holding is always safe: every record's epoch bounds
+   * what its thread's transactions may hold (case 2). */
+  if (idle >= running || idle > oldest || patient) return idle < running ? idle : running;
   /* Flag them first: their begins that the barrier does not show us see the flag. */
   scan_records(t, &running, &idle, true);
   /* Only threads between transactions (as far as this scan can tell) hold `oldest`
@@ -215,12 +220,13 @@ static void limbo_push(txmem_thread *t, void *ptr, size_t size) {
  * RMW follows the commits that unlinked them (their writes are visible before it), which
  * is all the safety argument asks of a tag. One RMW per scan instead of one per freeing
  * commit: g_epoch's cache line is the one every thread's begin reads. */
-static void publish_limbo(txmem_thread *t) {
-  if (!t->limbo_unpublished) return;
+static uint64_t publish_limbo(txmem_thread *t) {
+  if (!t->limbo_unpublished) return 0; /* tags start at 1 */
   uint64_t e = atomic_fetch_add(&txmem_g_epoch, 1);
   for (size_t i = t->limbo_len - t->limbo_unpublished; i < t->limbo_len; i++)
     t->limbo[(t->limbo_head + i) & (t->limbo_cap - 1)].epoch = e;
   t->limbo_unpublished = 0;
+  return e;
 }
 
 static void release_orphans(txmem_thread *t, uint64_t safe_below, bool wait_for_lock) {
@@ -247,10 +253,25 @@ static void release_orphans(txmem_thread *t, uint64_t safe_below, bool wait_for_
   txmem_count(t, TXMEM_C_reclaimed, released);
 }
 
+/* How a reclamation pass behaves (flags). */
+enum {
+  /* Wait for the orphan list's lock instead of skipping the orphans when it is taken. */
+  PASS_WAIT_ORPHANS = 1,
+  /* When the only entries held back are the batch this pass has just tagged, and only
+   * threads between transactions hold them, keep them for the next pass instead of
+   * running membarrier. Such a thread has loaded the epoch before the tag, yet a thread
+   * that keeps running transactions announces a newer one long before the next pass (a
+   * batch later), which then releases the batch without a barrier: with two threads
+   * running short transactions, about one pass in five met the other between two
+   * transactions and paid a membarrier (an interprocessor interrupt) for it. A thread
+   * that stays idle costs one barrier, at the next pass, as before. */
+  PASS_PATIENT = 2,
+};
+
 /* One reclamation pass: releases every limbo entry (and orphan) whose epoch is safe.
  * Returns the bound it used: entries of epochs below it are released. */
-static uint64_t reclaim_pass(txmem_thread *t, bool wait_for_orphans) {
-  publish_limbo(t);
+static uint64_t reclaim_pass(txmem_thread *t, unsigned flags) {
+  uint64_t tagged_now = publish_limbo(t);
   uint64_t oldest = t->limbo_len ? t->limbo[t->limbo_head].epoch
                     : atomic_load_explicit(&g_orphan_count, memory_order_relaxed) ? UINT64_MAX
                                                                                   : 0;
@@ -259,7 +280,8 @@ static uint64_t reclaim_pass(txmem_thread *t, bool wait_for_orphans) {
    * above; an exiting thread may tag and orphan entries while this scan runs, and their
    * tags are >= this load's value. */
   uint64_t tagged_below = atomic_load(&txmem_g_epoch);
-  uint64_t safe_below = safe_epoch_bound(t, oldest);
+  bool patient = (flags & PASS_PATIENT) && tagged_now && oldest == tagged_now;
+  uint64_t safe_below = safe_epoch_bound(t, oldest, patient);
   if (safe_below > tagged_below) safe_below = tagged_below;
   txmem_count(t, TXMEM_C_reclaim_scans, 1);
   size_t released = 0;
@@ -273,7 +295,7 @@ static uint64_t reclaim_pass(txmem_thread *t, bool wait_for_orphans) {
     released++;
   }
   txmem_count(t, TXMEM_C_reclaimed, released);
-  release_orphans(t, safe_below, wait_for_orphans);
+  release_orphans(t, safe_below, flags & PASS_WAIT_ORPHANS);
   t->limbo_next_scan = t->limbo_len + SCAN_BATCH;
   limbo_gauges(t);
   return safe_below;
@@ -292,13 +314,14 @@ static void call_stale_hook(uint64_t epoch) {
 static void limbo_grew(txmem_thread *t) {
   limbo_gauges(t);
   if (t->limbo_len < t->limbo_next_scan && t->limbo_len <= txmem_cfg.limbo_max) return;
-  reclaim_pass(t, false);
+  /* Over the high-water mark, nothing may wait for a later pass. */
+  reclaim_pass(t, t->limbo_len <= txmem_cfg.limbo_max ? PASS_PATIENT : 0);
   if (t->limbo_len <= txmem_cfg.limbo_max) return;
   txmem_count(t, TXMEM_C_forced_reclamations, 1);
   while (t->limbo_len > txmem_cfg.limbo_max / 2) {
     call_stale_hook(t->limbo[t->limbo_head].epoch + 1);
     sched_yield();
-    reclaim_pass(t, false);
+    reclaim_pass(t, 0);
   }
 }
 
@@ -331,7 +354,7 @@ void txmem_epoch_retire_one(txmem_thread *t, void *ptr) {
 }
 
 void txmem_epoch_flush(txmem_thread *t) {
-  reclaim_pass(t, true);
+  reclaim_pass(t, PASS_WAIT_ORPHANS);
   bool hooked = false;
   while (t->limbo_len || atomic_load_explicit(&g_orphan_count, memory_order_relaxed)) {
     if (!hooked) { /* ask doomed transactions to end: they may hold orphans too */
@@ -340,13 +363,13 @@ void txmem_epoch_flush(txmem_thread *t) {
       hooked = true;
     }
     sched_yield();
-    reclaim_pass(t, true);
+    reclaim_pass(t, PASS_WAIT_ORPHANS);
   }
 }
 
 void txmem_epoch_thread_exit(txmem_thread *t) {
   if (!t->limbo_len) return;
-  reclaim_pass(t, false);
+  reclaim_pass(t, 0);
   if (t->limbo_len) {
     pthread_mutex_lock(&g_orphan_lock);
     if (g_orphan_len + t->limbo_len > g_orphan_cap)
