@@ -100,7 +100,7 @@ static uint64_t summary_pack(summary_fields f) {
 }
 
 /* Classifies by summary word w, which covers the commits under r's lock after version
- * `base` (tm_record_commit). */
+ * `base` (tm_record_commit, tm_internal.h). */
 static tm_conflict_class classify_by_summary(const tm_tx *tx, const tm_rentry *r, uint64_t w) {
   summary_fields s = summary_unpack(w);
   uint64_t tag = s.tag, all = s.all, last = s.last;
@@ -141,7 +141,7 @@ tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index) {
 /* The stripe tag and word bitmap (*bits) of a chain of several entries under one lock:
  * TM_TAG_MIXED, with every bit, when its words lie in several stripes or the chain is
  * longer than CHAIN_WALK_MAX. */
-static __attribute__((noinline)) uint64_t chain_words(const tm_wentry *head, uint64_t *bits) {
+static uint64_t chain_words(const tm_wentry *head, uint64_t *bits) {
   uint64_t stripe = head->addr >> tm_cfg.shift, tag = tm_stripe_tag(stripe), b = 0;
   unsigned steps = 0;
   for (const tm_wentry *e = head; e; e = e->next) {
@@ -155,13 +155,13 @@ static __attribute__((noinline)) uint64_t chain_words(const tm_wentry *head, uin
   return tag;
 }
 
-void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
+void tm_record_commit_general(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
   uint64_t tag = 0, bits = 0; /* a rollback (head NULL): no word changed */
   if (head) {
     if (tm_cfg.shift > 7) { /* more than 16 words per stripe: no word precision */
       tag = TM_TAG_MIXED;
       bits = 0xffff;
-    } else if (TM_LIKELY(head->next == NULL)) { /* one word under the lock, the usual case */
+    } else if (head->next == NULL) { /* one word under the lock */
       tag = tm_stripe_tag(head->addr >> tm_cfg.shift);
       bits = tm_word_bit(head->addr);
     } else {

@@ -349,8 +349,31 @@ tm_conflict_class tm_classify_locked(const uint64_t *lock, uint64_t l, uintptr_t
 /* Read-set entry `index` failed validation. */
 tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index);
 /* Writer side, holding `lock`: summarise the words of `head`'s chain (NULL: none) written
- * over the unlocked word `prev`. */
-void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev);
+ * over the unlocked word `prev`. Every case (stm_attribution.c). */
+void tm_record_commit_general(uint64_t *lock, const tm_wentry *head, uint64_t prev);
+/* The same, inline for the common case of every update commit: one word under the lock
+ * (a one-entry chain) in a stripe of at most 16 words. The window grows when it is not full
+ * and describes that stripe (or only rollbacks: union 0), else it starts at `prev`; the
+ * result is tm_record_commit_general's, computed on the packed word (test_summary). */
+static inline void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
+  if (TM_UNLIKELY(head == NULL || head->next != NULL || tm_cfg.shift > 7)) {
+    tm_record_commit_general(lock, head, prev);
+    return;
+  }
+  uint64_t tag = tm_stripe_tag(head->addr >> tm_cfg.shift); /* never TM_TAG_MIXED */
+  uint64_t bits = tm_word_bit(head->addr);                  /* never 0 */
+  uint64_t old = __atomic_load_n(lock + 1, __ATOMIC_RELAXED), s;
+  uint64_t count = (old >> 40) & 15, old_tag = (old >> 32) & 0xff;
+  if (count - 1 < TM_SUMMARY_WINDOW - 1 && old_tag != TM_TAG_MIXED &&
+      (old_tag == tag || (old & UINT64_C(0xffff0000)) == 0))
+    /* base kept, count + 1, tag, union | bits, last = bits */
+    s = ((old & ~(UINT64_C(0xff) << 32 | UINT64_C(0xffff))) | tag << 32 | bits << 16 | bits) +
+        (UINT64_C(1) << 40);
+  else
+    s = (tm_word_version(prev) & TM_SUMMARY_BASE_MASK) << 44 | UINT64_C(1) << 40 | tag << 32 |
+        bits << 16 | bits;
+  __atomic_store_n(lock + 1, s, __ATOMIC_RELEASE);
+}
 
 /* ---- Lock backend (tm_lock.c) ---- */
 void tm_lock_begin(tm_tx *tx);
