@@ -4,11 +4,13 @@
  *               committed (safe) frees for the thread's next transactional allocations:
  *               64 classes of 16 bytes (usable size; the last class takes 1-2 KiB), 64
  *               objects each, LIFO;
- *   txalloc     txalloc_malloc/txalloc_free (deferred frees of foreign objects: free). */
+ *   txalloc     txalloc_malloc/txalloc_free (deferred frees of foreign objects: free); a
+ *               committed free looks its pointer up once (txmem_direct_usable). */
 #include <malloc.h>
 #include <stdlib.h>
 
 #include "txalloc/txalloc.h"
+#include "txmem/txmem_direct.h"
 #include "txmem/txmem_internal.h"
 
 /* Class of an object whose usable size is `usable`: every object in class k has at least
@@ -63,20 +65,13 @@ void *txmem_backend_malloc(txmem_thread *t, size_t size) {
 /* txalloc strategy: a speculative free may name an object of the process's malloc (made
  * before txalloc served the program, or by a library): it goes back where it came from. */
 void txmem_backend_release(txmem_thread *t, void *ptr) {
-  switch (txmem_cfg.strategy) {
-  case TXMEM_TXALLOC:
-    if (TXMEM_LIKELY(txalloc_owner_of(ptr) != TXALLOC_NOT_OURS))
-      txalloc_free(ptr);
-    else
-      free(ptr);
-    break;
-  case TXMEM_WRAP_CACHE: cache_put(t, ptr); break;
-  default: free(ptr);
-  }
+  txmem_backend_release_as(
+      t, ptr, txmem_cfg.strategy == TXMEM_TXALLOC && txalloc_owner_of(ptr) != TXALLOC_NOT_OURS);
 }
 
-size_t txmem_backend_usable(const void *ptr) {
-  if (txmem_cfg.strategy == TXMEM_TXALLOC && txalloc_owner_of(ptr) != TXALLOC_NOT_OURS)
-    return txalloc_usable_size(ptr);
-  return malloc_usable_size((void *)ptr);
+void txmem_backend_release_foreign(txmem_thread *t, void *ptr) {
+  if (txmem_cfg.strategy == TXMEM_WRAP_CACHE)
+    cache_put(t, ptr);
+  else
+    free(ptr);
 }

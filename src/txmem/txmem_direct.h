@@ -13,6 +13,10 @@
  *                          by masking), the object-start validation and the double-free
  *                          check, which cannot fire on such an object. Ownership is still
  *                          tested (one load): anything unexpected goes to txalloc_free.
+ *   txmem_direct_usable    txalloc_owner_of and txalloc_usable_size of an object freed by a
+ *                          committed transaction, with one region-map lookup instead of
+ *                          two (txmem_backend_usable; the limbo keeps the owner for the
+ *                          release, txmem_backend_release_as).
  *
  * Both keep the allocator's own bookkeeping (per-class alloc/free counters, `used`, the
  * empty-block release) exactly as its fast paths do: the free is the allocator's own
@@ -23,6 +27,8 @@
  * public calls. */
 #ifndef TXALLOC_TXMEM_DIRECT_H
 #define TXALLOC_TXMEM_DIRECT_H
+
+#include <malloc.h>
 
 #include "txalloc/txalloc.h"
 #include "txmem/txmem_internal.h"
@@ -53,6 +59,34 @@ static inline void txmem_direct_give_back(void *p) {
   }
   txa_owner_free(h, b, p, b->class_id);
 }
+
+/* Whether a is the start of one of b's objects. The arithmetic of alloc.c's object_index
+ * (static there): the offset from the first object, divided by the object size with the
+ * block's multiplicative inverse, must be a whole index below the capacity. An empty block
+ * (capacity 0) has no object. */
+static inline bool txmem_direct_object_start(const txa_block *b, uintptr_t a) {
+  uint64_t off = (uint64_t)(a - (uintptr_t)b) - b->first_offset;
+  uint64_t idx = (off * b->inverse) >> 40;
+  return off < TXA_GRANULE && idx < b->capacity && idx * b->size == off;
+}
+
+/* True when p lies in txalloc's address space (txalloc_owner_of(p) != TXALLOC_NOT_OURS),
+ * with *usable = txalloc_usable_size(p): the object's size, 0 when p starts no object there
+ * (a bad free, for txalloc_free to report). False for a foreign pointer. Without the
+ * public calls' txa_init: before the allocator's initialisation the region map is empty,
+ * so every pointer is foreign, as the initialised map would say too. */
+static inline bool txmem_direct_usable(const void *p, size_t *usable) {
+  uintptr_t a = (uintptr_t)p;
+  unsigned kind = txa_kind_of(a);
+  if (TXMEM_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
+    const txa_block *b = txa_block_of(a, kind);
+    *usable = txmem_direct_object_start(b, a) ? b->size : 0;
+    return true;
+  }
+  if (kind == TXA_KIND_NONE) return false;
+  *usable = kind == TXA_KIND_LARGE ? txa_large_usable(p) : 0; /* else reserved or metadata */
+  return true;
+}
 #else
 #define TXMEM_DIRECT_SMALL_MAX ((size_t)0)
 static inline void *txmem_direct_take(size_t size) {
@@ -60,6 +94,33 @@ static inline void *txmem_direct_take(size_t size) {
   return NULL;
 }
 static inline void txmem_direct_give_back(void *p) { txalloc_free(p); }
+static inline bool txmem_direct_usable(const void *p, size_t *usable) {
+  if (txalloc_owner_of(p) == TXALLOC_NOT_OURS) return false;
+  *usable = txalloc_usable_size(p);
+  return true;
+}
 #endif
+
+/* A freed object's usable size (for the statistics), and in *txalloc whether it goes back
+ * to txalloc_free: strategy txalloc and the pointer in the allocator's address space, even
+ * when it starts no object there (size 0; txalloc_free reports it). One lookup; inline in
+ * the commit's loop (txmem_epoch.c). */
+static inline size_t txmem_backend_usable(const void *ptr, bool *txalloc) {
+  size_t usable;
+  if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC) && txmem_direct_usable(ptr, &usable)) {
+    *txalloc = true;
+    return usable;
+  }
+  *txalloc = false;
+  return malloc_usable_size((void *)ptr);
+}
+
+/* The release of an object whose owner txmem_backend_usable gave: no second lookup. */
+static inline void txmem_backend_release_as(txmem_thread *t, void *ptr, bool txalloc) {
+  if (TXMEM_LIKELY(txalloc))
+    txalloc_free(ptr);
+  else
+    txmem_backend_release_foreign(t, ptr);
+}
 
 #endif

@@ -84,6 +84,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "txmem/txmem_direct.h"
 #include "txmem/txmem_internal.h"
 #include "util/message.h"
 
@@ -191,8 +192,9 @@ static void limbo_gauges(txmem_thread *t) {
     __atomic_store_n(&r->limbo_peak, t->limbo_len, __ATOMIC_RELAXED);
 }
 
-/* Appends an entry without an epoch yet (publish_limbo tags it). */
-static void limbo_push(txmem_thread *t, void *ptr, size_t size) {
+/* Appends an entry without an epoch yet (publish_limbo tags it); size and txalloc are
+ * txmem_backend_usable's answers. */
+static void limbo_push(txmem_thread *t, void *ptr, size_t size, bool txalloc) {
   if (t->limbo_len == t->limbo_cap) {
     /* Grow the ring and unwrap it: entries [head, cap) then [0, head). */
     size_t old_cap = t->limbo_cap;
@@ -210,7 +212,8 @@ static void limbo_push(txmem_thread *t, void *ptr, size_t size) {
     t->limbo_cap = new_cap;
     t->limbo_head = 0;
   }
-  t->limbo[(t->limbo_head + t->limbo_len) & (t->limbo_cap - 1)] = (txmem_limbo_entry){ptr, size, 0};
+  t->limbo[(t->limbo_head + t->limbo_len) & (t->limbo_cap - 1)] =
+      (txmem_limbo_entry){.ptr = ptr, .size = size, .txalloc = txalloc, .epoch = 0};
   t->limbo_len++;
   t->limbo_unpublished++;
   t->limbo_bytes += size;
@@ -239,7 +242,7 @@ static void release_orphans(txmem_thread *t, uint64_t safe_below, bool wait_for_
   uint64_t bytes = 0;
   for (size_t i = 0; i < g_orphan_len; i++) {
     if (g_orphans[i].epoch < safe_below) {
-      txmem_backend_release(t, g_orphans[i].ptr);
+      txmem_backend_release_as(t, g_orphans[i].ptr, g_orphans[i].txalloc);
       bytes += g_orphans[i].size;
       released++;
     } else {
@@ -288,7 +291,7 @@ static uint64_t reclaim_pass(txmem_thread *t, unsigned flags) {
   while (t->limbo_len) {
     txmem_limbo_entry *e = &t->limbo[t->limbo_head];
     if (e->epoch >= safe_below) break; /* FIFO: later entries are no older */
-    txmem_backend_release(t, e->ptr);
+    txmem_backend_release_as(t, e->ptr, e->txalloc);
     t->limbo_bytes -= e->size;
     t->limbo_head = (t->limbo_head + 1) & (t->limbo_cap - 1);
     t->limbo_len--;
@@ -327,16 +330,17 @@ static void limbo_grew(txmem_thread *t) {
 
 void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n) {
   uint64_t bytes = 0;
+  bool txalloc;
   if (!txmem_cfg.safe_reuse) {
     for (size_t i = 0; i < n; i++) {
-      bytes += txmem_backend_usable(ptrs[i]);
-      txmem_backend_release(t, ptrs[i]);
+      bytes += txmem_backend_usable(ptrs[i], &txalloc);
+      txmem_backend_release_as(t, ptrs[i], txalloc);
     }
   } else {
     for (size_t i = 0; i < n; i++) {
-      size_t size = txmem_backend_usable(ptrs[i]);
+      size_t size = txmem_backend_usable(ptrs[i], &txalloc);
       bytes += size;
-      limbo_push(t, ptrs[i], size);
+      limbo_push(t, ptrs[i], size, txalloc);
     }
   }
   txmem_count(t, TXMEM_C_speculative_frees, n);
@@ -349,7 +353,9 @@ void txmem_epoch_retire_one(txmem_thread *t, void *ptr) {
     txmem_backend_release(t, ptr);
     return;
   }
-  limbo_push(t, ptr, txmem_backend_usable(ptr));
+  bool txalloc;
+  size_t size = txmem_backend_usable(ptr, &txalloc);
+  limbo_push(t, ptr, size, txalloc);
   limbo_grew(t);
 }
 

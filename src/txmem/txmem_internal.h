@@ -131,9 +131,16 @@ typedef struct txmem_index_slot {
 
 typedef struct txmem_limbo_entry {
   void *ptr;
-  size_t size;
+  /* Usable size (the byte statistics), and where the release takes the object, decided by
+   * the one lookup at the push (txmem_direct.h): txalloc set, txalloc_free; clear,
+   * the strategy's own release (the process's free, or the wrap-cache). A live object's
+   * owner cannot change before this release; a pointer that named no live object (a bad
+   * free) keeps the push's verdict: txalloc_free reports it, as it would have then. */
+  uint64_t size : 63;
+  uint64_t txalloc : 1;
   uint64_t epoch;
 } txmem_limbo_entry;
+_Static_assert(sizeof(txmem_limbo_entry) == 24, "the flag must not grow limbo entries");
 
 #define TXMEM_CACHE_CLASSES 64 /* 16-byte classes up to 1 KiB */
 #define TXMEM_CACHE_DEPTH 64   /* objects per class */
@@ -254,7 +261,10 @@ void txmem_undo_reset(txmem_thread *t);
 /* txmem_backend.c: the allocator underneath, per strategy */
 void *txmem_backend_malloc(txmem_thread *t, size_t size); /* in a transaction */
 void txmem_backend_release(txmem_thread *t, void *ptr);   /* really free (or cache) */
-size_t txmem_backend_usable(const void *ptr);
+/* The release of an object that is not txalloc's to free: the process's free, or the
+ * wrap-cache. (txmem_direct.h: txmem_backend_usable and txmem_backend_release_as, the
+ * commit's one lookup of a freed pointer and the release that follows it.) */
+void txmem_backend_release_foreign(txmem_thread *t, void *ptr);
 void txmem_cache_flush(txmem_thread *t);
 
 /* txmem_epoch.c (the reasoning is there) */
