@@ -12,7 +12,11 @@
 #   shows medians of ops/s, the ratio txalloc / libitm (the median of the ratios of runs
 #   made back to back), the same ratio in CPU time per operation (results.cpu_s / ops:
 #   less sensitive to other load on the machine), txalloc's abort rate and false-conflict
-#   share, and the geometric mean of the ratios.
+#   share, and the geometric mean of the ratios. When build/bench/intset-notm exists, the
+#   1-thread rows also run it (the same code without any TM) with glibc's malloc, which
+#   libitm's runs use, and with txalloc's (LD_PRELOAD=build/libtxalloc.so), which
+#   txalloc's tm_malloc uses; a second table gives the CPU time per operation of each and
+#   each TM's overhead over the run without a TM on its own allocator.
 # --mode shift: the linked list, 60 % updates, 2 threads, 16-byte nodes, stripe shift 4
 #   against 5 (Baldassin et al. Figure 6): medians of ops/s, abort rate, false-conflict
 #   share and the speed-up of shift 4.
@@ -98,15 +102,21 @@ def table():
     variants = [("txalloc", "intset", extra, {}),
                 ("ml_wt", "intset-itm", [], {"ITM_DEFAULT_METHOD": "ml_wt"}),
                 ("default", "intset-itm", [], {})]
-    rows, ratios_ml, ratios_def, ratios_cpu = [], [], [], []
+    notm = os.access(os.path.join(bench, "intset-notm"), os.X_OK)
+    preload = os.path.join(os.path.dirname(bench), "libtxalloc.so")
+    baselines = [("notm", "intset-notm", [], {})]
+    if os.access(preload, os.R_OK):
+        baselines.append(("notm_txalloc", "intset-notm", [], {"LD_PRELOAD": preload}))
+    rows, ratios_ml, ratios_def, ratios_cpu, costs = [], [], [], [], []
     for structure in ("list", "hash", "rbtree"):
         for update in (0, 20, 60):
             for threads in (1, 2):
                 args = ["--structure", structure, "--update", str(update), "--threads", str(threads)]
-                got = {name: [] for name, _, _, _ in variants}
+                row_variants = variants + (baselines if notm and threads == 1 else [])
+                got = {name: [] for name, _, _, _ in row_variants}
                 tm_desc = None
                 for r in range(runs):
-                    for name, program, flags, env in variants:
+                    for name, program, flags, env in row_variants:
                         d = run(program, args + ["--seed", str(r + 1)] + flags, env)
                         got[name].append(d)
                         if name == "txalloc":
@@ -128,6 +138,10 @@ def table():
                 ratios_ml.append(r_ml)
                 ratios_def.append(r_def)
                 ratios_cpu.append(r_cpu)
+                if "notm" in got:
+                    ns = lambda n: 1e9 * median([cpu_per_op(d) for d in got[n]]) if n in got else None
+                    costs.append((structure, update, ns("notm"), ns("notm_txalloc"), ns("txalloc"),
+                                  ns("ml_wt")))
                 rows.append((structure, update, threads, ops["txalloc"], ops["ml_wt"], ops["default"],
                              r_ml, r_def, r_cpu, abort, false_share))
                 print("%-6s %3d%% %dt: txalloc %.0f  ml_wt %.0f  default %.0f  ratio %.2f"
@@ -148,6 +162,31 @@ def table():
     print("Geometric mean of txalloc / libitm ml_wt: %.2f (min %.2f); of txalloc / libitm default: %.2f;"
           " of ml_wt / txalloc CPU time per operation: %.2f (min %.2f)"
           % (geo(ratios_ml), min(ratios_ml), geo(ratios_def), geo(ratios_cpu), min(ratios_cpu)))
+    if costs:
+        cost_table(costs)
+
+
+def cost_table(costs):
+    # What each TM adds to the workload's own cost, each over the run without a TM on the
+    # allocator it uses itself: libitm allocates with glibc; txalloc's tm_malloc with
+    # txalloc (which packs 16-byte nodes two per 32 bytes, where glibc takes 32 each: on
+    # the list, a traversal of cache misses, that alone is a third of the time).
+    fmt = lambda v: "n/a" if v is None else "%.1f" % v
+    print()
+    print("CPU time per operation at 1 thread (ns, medians): the workload without a TM"
+          " (intset-notm: plain code) on glibc's malloc and on txalloc's, each TM, and each"
+          " TM's overhead over the run without a TM on its own allocator (libitm: glibc,"
+          " txalloc: txalloc).")
+    print()
+    print("| structure | update | no TM, glibc | no TM, txalloc | txalloc | libitm ml_wt "
+          "| txalloc overhead | ml_wt overhead | ml_wt / txalloc overhead |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s, u, base_glibc, base_txa, tx, ml in costs:
+        base_tx = base_txa if base_txa is not None else base_glibc
+        over_tx, over_ml = tx - base_tx, ml - base_glibc
+        ratio = "%.2f" % (over_ml / over_tx) if over_tx > 0 and over_ml > 0 else "n/a"
+        print("| %s | %d %% | %s | %s | %.1f | %.1f | %.1f | %.1f | %s |"
+              % (s, u, fmt(base_glibc), fmt(base_txa), tx, ml, over_tx, over_ml, ratio))
 
 
 def shift():

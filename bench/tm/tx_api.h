@@ -1,9 +1,12 @@
 /* The one macro layer between the transactional workloads and the TM that runs them. Every
- * workload source is compiled twice from the same text:
+ * workload source is compiled three times from the same text:
  *   - TX_BACKEND_TXALLOC: against include/txalloc/tm.h (txalloc's runtime, any backend
  *     chosen by options at run time);
  *   - TX_BACKEND_ITM: with `gcc -fgnu-tm` against GCC's libitm. Atomic blocks become
- *     __transaction_atomic and shared accesses are plain C; the compiler instruments them.
+ *     __transaction_atomic and shared accesses are plain C; the compiler instruments them;
+ *   - TX_BACKEND_NOTM: no TM at all, the blocks run as plain code and allocate with the
+ *     process's malloc: one thread only (TX_SINGLE_THREAD), the cost of the workload itself,
+ *     against which each TM's overhead per operation is measured;
  * so the comparison measures the runtimes, not two versions of the data structures.
  *
  * Rules for code between TX_BEGIN and TX_END (the stricter of the two TMs):
@@ -20,8 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#if defined(TX_BACKEND_TXALLOC) == defined(TX_BACKEND_ITM)
-#error "define exactly one of TX_BACKEND_TXALLOC and TX_BACKEND_ITM"
+#if defined(TX_BACKEND_TXALLOC) + defined(TX_BACKEND_ITM) + defined(TX_BACKEND_NOTM) != 1
+#error "define exactly one of TX_BACKEND_TXALLOC, TX_BACKEND_ITM and TX_BACKEND_NOTM"
 #endif
 
 #ifdef TX_BACKEND_TXALLOC
@@ -37,6 +40,22 @@
 #define TX_SAFE
 #define TX_LOCAL volatile
 #define TX_BACKEND_NAME "txalloc"
+
+#elif defined(TX_BACKEND_NOTM)
+#include <stdlib.h>
+
+#define TX_BEGIN {
+#define TX_BEGIN_RO {
+#define TX_END }
+#define TX_LOAD(p) (*(p))
+#define TX_STORE(p, v) ((void)(*(p) = (v)))
+#define TX_MALLOC(size) malloc(size)
+#define TX_FREE(ptr) free(ptr)
+#define TX_SAFE
+#define TX_LOCAL
+#define TX_BACKEND_NAME "none"
+/* Nothing makes the blocks atomic: tx_args_common refuses --threads other than 1. */
+#define TX_SINGLE_THREAD 1
 
 #else /* TX_BACKEND_ITM */
 #include <stdlib.h>

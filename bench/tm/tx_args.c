@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "tx_api.h"
 #include "tx_backend.h"
 
 void tx_args_begin(tx_args *a, int argc, char **argv, void (*usage)(FILE *out)) {
@@ -56,6 +57,12 @@ bool tx_args_is(const tx_args *a, const char *name) {
 void tx_args_common(const tx_args *a, long *threads, double *duration, unsigned long long *seed) {
   if (tx_args_is(a, "threads")) {
     *threads = bench_parse_long("--threads", a->value, 1, 1024);
+#ifdef TX_SINGLE_THREAD
+    if (*threads != 1)
+      bench_usage_error("--threads %ld: this build runs no TM (its blocks are plain code), "
+                        "so one thread only",
+                        *threads);
+#endif
   } else if (duration && tx_args_is(a, "duration")) {
     *duration = bench_parse_double("--duration", a->value, 0.001, 1e6);
   } else if (tx_args_is(a, "seed")) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs a transactional workload program (build/bench/intset, bank, tx-machias, their -itm
-twins) and checks what it promises: exit status, exactly one JSON object on stdout in the
+and -notm twins) and checks what it promises: exit status, exactly one JSON object on stdout in the
 shape of DESIGN.md, "valid": true, and the options it was given echoed in the JSON.
 
   check_run.py [options] -- PROGRAM [ARGS...]
@@ -86,6 +86,9 @@ def check_json(cmd, p):
     if tm.get("backend") == "libitm":
         if tm.get("method") != (os.environ.get("ITM_DEFAULT_METHOD") or "default"):
             fail("tm.method %r does not match ITM_DEFAULT_METHOD" % tm.get("method"))
+    elif tm.get("backend") == "none":  # the -notm build: no TM, one thread, nothing counted
+        if d["threads"] != 1 or "tm_stats" in d or "commits" in d["results"]:
+            fail("the build without a TM reports threads %r or TM counts" % d["threads"])
     else:
         for key in ("commits", "aborts", "abort_rate"):
             if key not in d["results"]:

@@ -1,0 +1,31 @@
+/* tx_backend.h for the build without a TM (tx_api.h's TX_BACKEND_NOTM): no options, no
+ * statistics; the JSON names the backend "none" and leaves the counts out. */
+#include "tx_backend.h"
+
+void tx_backend_usage(FILE *out) {
+  fprintf(out, "\nTM: none. The atomic blocks run as plain code and allocate with the process's\n"
+               "malloc, on one thread only (--threads 1): the cost of the workload itself,\n"
+               "the baseline of each TM's overhead. No TM flags are accepted.\n");
+}
+
+bool tx_backend_flag(const char *name, const char *value) {
+  (void)name;
+  (void)value;
+  return false;
+}
+
+void tx_backend_stats_reset(void) {}
+
+void tx_backend_stats_snapshot(void) {}
+
+void tx_backend_json_tm(bench_json *j) {
+  bench_json_object(j, "tm");
+  bench_json_str(j, "backend", "none");
+  bench_json_end(j);
+}
+
+void tx_backend_json_result_counts(bench_json *j) { (void)j; }
+
+void tx_backend_json_stats(bench_json *j) { (void)j; }
+
+void tx_backend_describe(FILE *out) { fprintf(out, "tm: none (plain code, one thread)\n"); }
