@@ -64,14 +64,6 @@ TXALLOC_API void *txalloc_calloc(size_t count, size_t size) {
 
 /* ---- Validation and errors ---- */
 
-/* Index of the object starting at a in block b, or -1 when a is not an object start. */
-static inline int64_t object_index(const txa_block *b, uintptr_t a) {
-  uint64_t off = (uint64_t)(a - (uintptr_t)b) - b->first_offset;
-  uint64_t idx = (off * b->inverse) >> 40;
-  if (TXA_UNLIKELY(off >= TXA_GRANULE || idx >= b->capacity || idx * b->size != off)) return -1;
-  return (int64_t)idx;
-}
-
 static void report_bad_object(const char *op, const void *p, const txa_block *b) {
   uintptr_t a = (uintptr_t)p;
   if (b->capacity == 0) {
@@ -158,7 +150,7 @@ static bool remote_free(txa_block *b, void *p, const char *op) {
 static inline bool free_in_block(void *p, unsigned kind, const char *op) {
   uintptr_t a = (uintptr_t)p;
   txa_block *b = txa_block_of(a, kind);
-  if (TXA_UNLIKELY(object_index(b, a) < 0)) {
+  if (TXA_UNLIKELY(txa_object_index(b, a) < 0)) {
     report_bad_object(op, p, b);
     return false;
   }
@@ -216,7 +208,7 @@ TXALLOC_API void txalloc_free(void *p) {
     txa_block *b = txa_block_of(a, kind);
     txa_heap *h = txa_tls_heap;
     if (TXA_LIKELY(h != NULL) && atomic_load_explicit(&b->owner, memory_order_relaxed) == h &&
-        TXA_LIKELY(object_index(b, a) >= 0)) {
+        TXA_LIKELY(txa_object_index(b, a) >= 0)) {
       uintptr_t key = b->key;
       uintptr_t d = *(uintptr_t *)p ^ key;
       if (TXA_LIKELY(!txa_g.free_check || (d != 0 && d - (uintptr_t)b >= txa_span_size(kind))) &&
@@ -238,7 +230,7 @@ TXALLOC_API size_t txalloc_usable_size(const void *p) {
   unsigned kind = txa_kind_of(a);
   if (kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM) {
     txa_block *b = txa_block_of(a, kind);
-    return object_index(b, a) >= 0 ? b->size : 0;
+    return txa_object_index(b, a) >= 0 ? b->size : 0;
   }
   if (kind == TXA_KIND_LARGE) return txa_large_usable(p);
   return 0;
@@ -267,7 +259,7 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
   size_t old;
   if (kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM) {
     txa_block *b = txa_block_of(a, kind);
-    if (object_index(b, a) < 0) {
+    if (txa_object_index(b, a) < 0) {
       report_bad_object("realloc", p, b);
       return NULL;
     }

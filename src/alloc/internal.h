@@ -158,6 +158,14 @@ static inline size_t txa_span_size(unsigned kind) {
 static inline txa_block *txa_block_of(uintptr_t a, unsigned kind) {
   return (txa_block *)(a & ~(uintptr_t)(txa_span_size(kind) - 1));
 }
+/* Index of the object starting at a in block b, or -1 when a is not an object start (an
+ * interior pointer, the header, past the last object; an empty block has capacity 0). */
+static inline int64_t txa_object_index(const txa_block *b, uintptr_t a) {
+  uint64_t off = (uint64_t)(a - (uintptr_t)b) - b->first_offset;
+  uint64_t idx = (off * b->inverse) >> 40;
+  if (TXA_UNLIKELY(off >= TXA_GRANULE || idx >= b->capacity || idx * b->size != off)) return -1;
+  return (int64_t)idx;
+}
 static inline uintptr_t txa_encode(void *next, uintptr_t key) { return (uintptr_t)next ^ key; }
 static inline void *txa_decode(uintptr_t link, uintptr_t key) { return (void *)(link ^ key); }
 

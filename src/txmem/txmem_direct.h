@@ -60,16 +60,6 @@ static inline void txmem_direct_give_back(void *p) {
   txa_owner_free(h, b, p, b->class_id);
 }
 
-/* Whether a is the start of one of b's objects. The arithmetic of alloc.c's object_index
- * (static there): the offset from the first object, divided by the object size with the
- * block's multiplicative inverse, must be a whole index below the capacity. An empty block
- * (capacity 0) has no object. */
-static inline bool txmem_direct_object_start(const txa_block *b, uintptr_t a) {
-  uint64_t off = (uint64_t)(a - (uintptr_t)b) - b->first_offset;
-  uint64_t idx = (off * b->inverse) >> 40;
-  return off < TXA_GRANULE && idx < b->capacity && idx * b->size == off;
-}
-
 /* True when p lies in txalloc's address space (txalloc_owner_of(p) != TXALLOC_NOT_OURS),
  * with *usable = txalloc_usable_size(p): the object's size, 0 when p starts no object there
  * (a bad free, for txalloc_free to report). False for a foreign pointer. Without the
@@ -80,7 +70,7 @@ static inline bool txmem_direct_usable(const void *p, size_t *usable) {
   unsigned kind = txa_kind_of(a);
   if (TXMEM_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
     const txa_block *b = txa_block_of(a, kind);
-    *usable = txmem_direct_object_start(b, a) ? b->size : 0;
+    *usable = txa_object_index(b, a) >= 0 ? b->size : 0;
     return true;
   }
   if (kind == TXA_KIND_NONE) return false;
