@@ -101,10 +101,13 @@ TXALLOC_API __attribute__((returns_twice)) int tm_start_(tm_context_ *ctx, int f
 #endif
 
 #ifdef TM_FAST_ENTRY_
+/* One loop: tm_ctx_once_ is set by the init, tested before tm_start_ and cleared with the
+ * commit, so the block runs once; a second return from tm_start_ (rollback) lands inside
+ * the condition, 1 running the body again, 0 leaving. */
 #define TM_ATOMIC_FLAGS(flags)                                                                     \
   TM_SHADOW_OFF_                                                                                   \
-  for (tm_context_ tm_ctx_, *tm_ctx_once_ = &tm_ctx_; tm_ctx_once_; tm_ctx_once_ = NULL)           \
-    for (int tm_run_ = tm_start_(&tm_ctx_, (flags)); tm_run_; tm_run_ = 0, tm_commit_())           \
+  for (tm_context_ tm_ctx_, *tm_ctx_once_ = &tm_ctx_;                                              \
+       tm_ctx_once_ && tm_start_(&tm_ctx_, (flags)); tm_ctx_once_ = NULL, tm_commit_())            \
   TM_SHADOW_ON_
 #else
 #define TM_ATOMIC_FLAGS(flags)                                                                     \

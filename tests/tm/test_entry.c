@@ -7,6 +7,7 @@
  *     after a restart from a deep call chain (the function's unmodified locals and
  *     arguments keep their values; the frame is intact);
  *   - a cancelled top-level block ends the transaction (depth 0, the next block is fresh);
+ *   - `continue` ends a block with its commit;
  *   - the counters see every restart and cancel.
  * Every design and the lock backend. */
 #include "test_entry.h"
@@ -139,6 +140,28 @@ static TM_TEST_TX int cancel_top(void) {
   return after;
 }
 
+/* `continue` in a block ends it and commits (tm.h): the store before it stays, the code
+ * after it does not run, the block does not run again, after restarts too. */
+static TM_TEST_TX int continue_block(int restarts) {
+  volatile int runs = 0, after = 0;
+  TM_ATOMIC {
+    runs++;
+    tm_store(&st.words[3], tm_load(&st.words[3]) + 1);
+    if (runs <= restarts) tm_restart();
+    if (runs > 0) continue;
+    after = 1;
+  }
+  return runs * 10 + after;
+}
+
+static void test_continue_commits(void) {
+  reset(0, 0, 0);
+  CHECK(continue_block(0) == 10);
+  CHECK(st.words[3] == 1 && tm_depth() == 0);
+  CHECK(continue_block(2) == 30);
+  CHECK(st.words[3] == 2 && tm_depth() == 0);
+}
+
 static void test_cancel_top_and_stats(void) {
   reset(0, 0, 0);
   tm_stats_reset();
@@ -173,6 +196,7 @@ int main(void) {
   test_fast_in_portable();
   test_fast_in_fast();
   test_registers_and_stack();
+  test_continue_commits();
   test_cancel_top_and_stats();
   CHECK(tm_depth() == 0);
   return check_exit();
