@@ -220,8 +220,9 @@ typedef struct tm_tx {
   uint64_t wait_word;
   uint64_t rng; /* backoff randomisation */
 
-  tm_stats stats; /* this thread's counters (commits stays 0: the histogram counts them); others
-                   read them with relaxed loads */
+  tm_stats stats; /* this thread's counters, read by others with relaxed loads; in them
+                   `commits` counts the commits that wrote and commits_read_only stays 0
+                   (every commit is in the retry histogram: tm_stats.c derives both) */
 
   /* ---- read/written by other threads ---- */
   _Alignas(TM_CACHE_LINE) uint64_t status; /* TM_STATUS_* (cm=kill) */

@@ -402,12 +402,14 @@ void tm_enter_(tm_context_ *ctx, int flags) {
 /* The top-level block committed: counters, end of the block, then the subscribers. */
 static inline __attribute__((always_inline)) void commit_top_done(tm_tx *tx, bool read_only,
                                                                   bool irrevocable) {
-  /* `commits` is not counted: it is the sum of the retry histogram (tm_stats.c). */
+  /* Every commit goes into one bucket of the retry histogram; the per-thread `commits`
+   * counts only those that wrote, so that a read-only commit (the common one) adds one
+   * counter, not two: tm_stats_get derives commits and commits_read_only (tm_stats.c). */
   tm_stats *s = &tx->stats;
   unsigned k = tx->top_retries;
   tm_stat_add(
       &s->retry_histogram[k < TM_RETRY_HISTOGRAM_BUCKETS ? k : TM_RETRY_HISTOGRAM_BUCKETS - 1], 1);
-  if (read_only) tm_stat_add(&s->commits_read_only, 1);
+  if (!read_only) tm_stat_add(&s->commits, 1);
   if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
   end_top(tx, k != 0);
   run_callbacks(TM_EVENT_COMMIT, 1);

@@ -29,12 +29,14 @@ const char *tm_abort_cause_name(tm_abort_cause cause) {
   return (unsigned)cause < TM_ABORT_CAUSE_COUNT ? cause_names[cause] : "unknown";
 }
 
-/* Applies fn to every counter pair (sums; max_consecutive_aborts takes the maximum). */
+/* Adds the counters of `from` to `into` (max_consecutive_aborts takes the maximum). Both
+ * are in the per-thread form (tm_internal.h): `commits` counts the commits that wrote,
+ * the retry histogram all of them; tm_stats_get turns the sum into the public form. */
 static void merge(tm_stats *into, const tm_stats *from) {
 #define LD(f) __atomic_load_n(&from->f, __ATOMIC_RELAXED)
-  /* Commits are not counted on their own: each is in one bucket of the retry histogram. */
-  for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++) into->commits += LD(retry_histogram[k]);
-  into->commits_read_only += LD(commits_read_only);
+  /* The commits that wrote before the histogram, which a commit updates first: a commit
+   * running meanwhile is then counted read-only at worst, never twice. */
+  into->commits += LD(commits);
   into->commits_irrevocable += LD(commits_irrevocable);
   into->aborts += LD(aborts);
   for (int c = 0; c < TM_ABORT_CAUSE_COUNT; c++) into->aborts_by_cause[c] += LD(aborts_by_cause[c]);
@@ -67,6 +69,10 @@ void tm_stats_get(tm_stats *out) {
   merge(out, &exited);
   tm_threads_lock(false);
   tm_for_each_live(add_live, out);
+  uint64_t written = out->commits, all = 0;
+  for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++) all += out->retry_histogram[k];
+  out->commits = all;
+  out->commits_read_only = all > written ? all - written : 0;
 }
 
 static void zero_live(tm_tx *tx, void *arg) {
