@@ -64,12 +64,12 @@ void stm_thread_init(tm_tx *tx) {
           ? &tx->view
           : NULL;
   tx->plain_begin = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.cm != TM_CM_KILL;
-  tx->rcap = 1024;
-  tx->rset = malloc((tx->rcap + 1) * sizeof *tx->rset);
+  const size_t rcap = 1024;
+  tx->rset = malloc((rcap + 1) * sizeof *tx->rset);
   if (tx->rset) {
     tx->rset++; /* rset[-1]: where rlast points when the set is empty */
     tm_rset_truncate(tx, 0);
-    tx->rlimit = tx->rset + tx->rcap - 1;
+    tx->rlimit = tx->rfull = tx->rset + rcap - 1;
   }
   void *region = mmap(NULL, TM_WSET_MAX * sizeof(tm_wentry), PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -82,13 +82,12 @@ void stm_thread_init(tm_tx *tx) {
 }
 
 void stm_rset_grow(tm_tx *tx) {
-  size_t cap = tx->rcap * 2, n = tm_rn(tx);
+  size_t cap = (size_t)(tx->rfull - tx->rset + 1) * 2, n = tm_rn(tx);
   tm_rentry *r = realloc(tx->rset - 1, (cap + 1) * sizeof *r);
   if (!r) tm_fatal("out of memory growing a read set");
   tx->rset = r + 1;
-  tx->rcap = cap;
   tm_rset_truncate(tx, n);
-  tx->rlimit = tx->rset + cap - 1;
+  tx->rlimit = tx->rfull = tx->rset + cap - 1;
 }
 
 /* Write-set entries are given up: their attempt ended (commit or rollback) or

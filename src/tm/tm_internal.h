@@ -179,7 +179,7 @@ typedef struct tm_tx {
   /* ---- hot: the owner's fast paths. First what the inline load (tm.h's tm_load_try_)
    * touches, as tm.h's tm_load_view_ and under the same names (ort_rshift, ort_amask,
    * ort_base, end: the snapshot bound as a lock word, rset/rlast/rlimit: the read set, rlast
-   * = rset - 1 when empty, rlimit = rset + rcap - 1, or rset - 1 in a read-only attempt), all
+   * = rset - 1 when empty, rlimit = rfull, or rset - 1 in a read-only attempt), all
    * in the first cache line; then what
    * begin/commit and stores touch. ---- */
   union {
@@ -189,8 +189,8 @@ typedef struct tm_tx {
     };
   };
   tm_mode mode;
-  bool fast_ort; /* the map above is valid (shift-mask hash, shift >= ort_stride) */
-  size_t rcap;
+  bool fast_ort;            /* the map above is valid (shift-mask hash, shift >= ort_stride) */
+  struct tm_rentry_ *rfull; /* the read set's last slot: rlimit of a logging attempt */
   tm_load_view_ *begin_fast_view; /* tm_fast_view_ for a revocable attempt (stm_thread_init) */
 
   unsigned depth;     /* current nesting depth (0 = outside) */
@@ -310,7 +310,7 @@ stm_begin_attempt(tm_tx *tx, tm_mode mode, tm_load_view_ *fast_view, bool read_o
   uint64_t now = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
   __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
   tm_rset_truncate(tx, 0);
-  tx->rlimit = read_only ? tx->rset - 1 : tx->rset + tx->rcap - 1;
+  tx->rlimit = read_only ? tx->rset - 1 : tx->rfull;
   tx->wn = 0;
   return now;
 }
