@@ -1,6 +1,6 @@
 /* tx_backend.h for GCC's libitm: no run-time options of ours (libitm reads
- * ITM_DEFAULT_METHOD itself) and no statistics (libitm exports no counters), so the JSON
- * leaves the counts out rather than zeroing them. */
+ * ITM_DEFAULT_METHOD itself) and no statistics (libitm exports no counters): those parts
+ * are tx_backend_uncounted.c's. */
 #include <stdlib.h>
 
 #include "tx_backend.h"
@@ -16,25 +16,11 @@ void tx_backend_usage(FILE *out) {
                "single thread serially, uninstrumented. No TM flags are accepted.\n");
 }
 
-bool tx_backend_flag(const char *name, const char *value) {
-  (void)name;
-  (void)value;
-  return false;
-}
-
-void tx_backend_stats_reset(void) {}
-
-void tx_backend_stats_snapshot(void) {}
-
 void tx_backend_json_tm(bench_json *j) {
   bench_json_object(j, "tm");
   bench_json_str(j, "backend", "libitm");
   bench_json_str(j, "method", itm_method());
   bench_json_end(j);
 }
-
-void tx_backend_json_result_counts(bench_json *j) { (void)j; }
-
-void tx_backend_json_stats(bench_json *j) { (void)j; }
 
 void tx_backend_describe(FILE *out) { fprintf(out, "tm: libitm, method %s\n", itm_method()); }

@@ -1,5 +1,5 @@
-/* tx_backend.h for the build without a TM (tx_api.h's TX_BACKEND_NOTM): no options, no
- * statistics; the JSON names the backend "none" and leaves the counts out. */
+/* tx_backend.h for the build without a TM (tx_api.h's TX_BACKEND_NOTM): the JSON names
+ * the backend "none"; no options and no statistics (tx_backend_uncounted.c). */
 #include "tx_backend.h"
 
 void tx_backend_usage(FILE *out) {
@@ -8,24 +8,10 @@ void tx_backend_usage(FILE *out) {
                "the baseline of each TM's overhead. No TM flags are accepted.\n");
 }
 
-bool tx_backend_flag(const char *name, const char *value) {
-  (void)name;
-  (void)value;
-  return false;
-}
-
-void tx_backend_stats_reset(void) {}
-
-void tx_backend_stats_snapshot(void) {}
-
 void tx_backend_json_tm(bench_json *j) {
   bench_json_object(j, "tm");
   bench_json_str(j, "backend", "none");
   bench_json_end(j);
 }
-
-void tx_backend_json_result_counts(bench_json *j) { (void)j; }
-
-void tx_backend_json_stats(bench_json *j) { (void)j; }
 
 void tx_backend_describe(FILE *out) { fprintf(out, "tm: none (plain code, one thread)\n"); }
