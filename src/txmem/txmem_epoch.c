@@ -33,24 +33,33 @@
  * than the one its thread's transaction loaded. A scan reads each other record as:
  *  - epoch > E: not holding E (case 2: its transactions loaded an epoch > E);
  *  - epoch <= E, running: holding (perhaps too long: the true epoch may be later);
- *  - epoch <= E, not running, fence_next set: not holding. fence_next is set by a scan
- *    before its membarrier (below), or by the thread itself at registration, and cleared
- *    only by the thread's own begin, which then clears it and announces with the exchange
- *    before it reads anything. A begin that loads the flag set therefore comes after this
- *    scan's reads in the seq_cst order (its clear, drained by the exchange, was not
- *    visible to them) and re-loads an epoch > E (case 3). A begin that loaded it clear
- *    loaded it before the flag was set, which the membarrier that followed the setting
- *    makes visible to this scan, or shows running.
- *  - epoch <= E, not running, fence_next clear: unknown, because a new transaction's store
- *    may still sit in its CPU's store buffer while the transaction reads. If such records
- *    are all that hold the oldest entry back, the scan sets their fence_next, runs
- *    membarrier(PRIVATE_EXPEDITED), which returns after every thread of the process passed
- *    a full barrier, and reads the records again. A record still not running then is not
- *    holding: had its thread's store come before its barrier, it would be visible now (or
- *    a later store of that thread); if it came after, so do the transaction's loads (the
- *    compiler keeps them after the store), and they follow the unlink, which preceded the
- *    scan's membarrier. Its thread's later begins see fence_next (set before the barrier)
- *    until one of them clears it: later scans pass it with no membarrier.
+ *  - epoch <= E, not running, fence_next CONFIRMED: not holding. A scan flags a record
+ *    with its own ticket before its membarrier (below) and turns the ticket into
+ *    CONFIRMED (compare-and-swap) after the membarrier returned; the thread itself
+ *    confirms its record at registration. Only the thread's own begin clears the flag: a
+ *    begin that loads it nonzero clears it and announces with the exchange before it
+ *    reads anything. A scan reads the flag before the announcement. If a begin loaded the
+ *    flag nonzero, it comes after this scan's reads in the seq_cst order (its clear,
+ *    drained by the exchange, was not visible to them) and re-loads an epoch > E (case 3).
+ *    If it loaded the flag clear, it loaded it before the flag was set, hence before the
+ *    flagging scan's membarrier, whose barrier on that thread made the begin's
+ *    announcement visible before CONFIRMED was stored: this scan, reading CONFIRMED first,
+ *    sees the announcement running (or a later one). A flag still carrying a ticket proves
+ *    nothing to any scan but its setter (whose membarrier may not have returned: the
+ *    announcement may still be in the store buffer), so other scans count such a record
+ *    as unknown, below. (Skipping it, as the first version did for any nonzero flag, let
+ *    a third thread's scan release an object a transaction had just begun to read.)
+ *  - epoch <= E, not running, fence_next clear or a ticket: unknown, because a new
+ *    transaction's store may still sit in its CPU's store buffer while the transaction
+ *    reads. If such records are all that hold the oldest entry back, the scan flags them
+ *    with a new ticket, runs membarrier(PRIVATE_EXPEDITED), which returns after every
+ *    thread of the process passed a full barrier, confirms its flags, and reads the
+ *    records again. A record still not running then is not holding: had its thread's
+ *    store come before its barrier, it would be visible now (or a later store of that
+ *    thread); if it came after, so do the transaction's loads (the compiler keeps them
+ *    after the store), and they follow the unlink, which preceded the scan's membarrier.
+ *    Its thread's later begins see fence_next until one of them clears it: later scans
+ *    pass it with no membarrier.
  * So the barrier moves from every top-level begin to the scans held back by a thread
  * between transactions, once per such pause of that thread (its next begin pays an
  * exchange), and an idle thread never holds anyone back. Rare while threads keep running
@@ -135,23 +144,42 @@ void txmem_epoch_announce_flagged(txmem_thread *t) {
   txmem_epoch_announce_fenced(t);
 }
 
+/* Tickets of flagging scans: never 0 (clear) nor TXMEM_FENCE_CONFIRMED, distinct for 2^32 - 2
+ * scans in a row (a scan holds its ticket for the length of one membarrier). */
+static _Atomic uint32_t g_fence_tickets;
+static uint32_t fence_ticket(void) {
+  return TXMEM_FENCE_TICKET0 + atomic_fetch_add(&g_fence_tickets, 1) % (UINT32_MAX - 1);
+}
+
 /* Least epoch among the other threads' records that show a running transaction
- * (*running) and among those that show an announcement without one and without
- * fence_next (*idle); UINT64_MAX when there is none. With `flag`, sets fence_next on every
- * record counted in *idle. */
-static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idle, bool flag) {
+ * (*running) and among those that show an announcement without one and are not
+ * CONFIRMED (*idle); UINT64_MAX when there is none. With a `ticket`, flags every record
+ * counted in *idle with it. */
+static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idle,
+                         uint32_t ticket) {
   *running = *idle = UINT64_MAX;
   for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
     if (r == t->rec) continue; /* the scanning thread is outside any transaction */
+    /* The flag before the announcement (see above). */
+    uint32_t f = atomic_load(&r->fence_next);
     uint64_t a = atomic_load(&r->announce);
     if (!a) continue;
     if (TXMEM_ANNOUNCE_RUNNING(a)) {
       if (TXMEM_ANNOUNCE_EPOCH(a) < *running) *running = TXMEM_ANNOUNCE_EPOCH(a);
       continue;
     }
-    if (atomic_load(&r->fence_next)) continue; /* its next begin is fenced */
+    if (f == TXMEM_FENCE_CONFIRMED) continue; /* its next begin is fenced */
     if (TXMEM_ANNOUNCE_EPOCH(a) < *idle) *idle = TXMEM_ANNOUNCE_EPOCH(a);
-    if (flag) atomic_store(&r->fence_next, 1);
+    if (ticket) atomic_store(&r->fence_next, ticket);
+  }
+}
+
+/* After the membarrier that followed flagging with `ticket`: the flags still carrying it
+ * (their threads have not begun since) become CONFIRMED. */
+static void confirm_flags(uint32_t ticket) {
+  for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
+    uint32_t expected = ticket;
+    atomic_compare_exchange_strong(&r->fence_next, &expected, TXMEM_FENCE_CONFIRMED);
   }
 }
 
@@ -161,12 +189,13 @@ static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idl
  * next scan than pass them now with membarrier (reclaim_pass says when). */
 static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest, bool patient) {
   uint64_t running, idle;
-  scan_records(t, &running, &idle, false);
+  scan_records(t, &running, &idle, 0);
   /* Counting the idle records as holding is always safe: every record's epoch bounds
    * what its thread's transactions may hold (case 2). */
   if (idle >= running || idle > oldest || patient) return idle < running ? idle : running;
   /* Flag them first: their begins that the barrier does not show us see the flag. */
-  scan_records(t, &running, &idle, true);
+  uint32_t ticket = fence_ticket();
+  scan_records(t, &running, &idle, ticket);
   /* Only threads between transactions (as far as this scan can tell) hold `oldest`
    * back: after membarrier their running bits are exact (see above). Records without
    * sticky announcements are never idle. */
@@ -180,7 +209,8 @@ static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest, bool patient)
   abort();
 #endif
   txmem_count(t, TXMEM_C_scan_barriers, 1);
-  scan_records(t, &running, &idle, false);
+  confirm_flags(ticket);
+  scan_records(t, &running, &idle, 0);
   return running;
 }
 

@@ -98,11 +98,13 @@ typedef struct txmem_record {
    * its epoch with the running bit clear; otherwise it withdraws to 0 at the end of each
    * top-level transaction. Read by epoch scans and statistics (txmem_epoch.c). */
   _Atomic uint64_t announce;
-  /* Sticky announcements: set by a scan (or the thread's registration) while the thread is
-   * between transactions; the thread's next top-level begin then announces with the full
-   * barrier and clears it first. A record not running with this set holds nothing back
-   * (txmem_epoch.c), so an idle thread costs one membarrier, not one per scan. */
-  _Atomic int fence_next;
+  /* Sticky announcements: 0, TXMEM_FENCE_CONFIRMED, or the ticket of a scan that flagged
+   * the record (>= TXMEM_FENCE_TICKET0) and has not yet finished its membarrier. Set while
+   * the thread is between transactions; the thread's next top-level begin, seeing it
+   * nonzero, clears it first and announces with the full barrier. A record not running and
+   * CONFIRMED holds nothing back (txmem_epoch.c), so an idle thread costs one membarrier,
+   * not one per scan. */
+  _Atomic uint32_t fence_next;
   _Atomic int in_use;
   struct txmem_record *_Atomic next;
   /* Written only by the owning thread, with relaxed atomic stores. */
@@ -273,6 +275,8 @@ extern TXMEM_HIDDEN _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch *
 #define TXMEM_ANNOUNCE(epoch, running) ((uint64_t)(epoch) << 1 | (uint64_t)(running))
 #define TXMEM_ANNOUNCE_EPOCH(word) ((word) >> 1)
 #define TXMEM_ANNOUNCE_RUNNING(word) (((word)&1) != 0)
+#define TXMEM_FENCE_CONFIRMED 1u /* fence_next: the barrier after the flag has completed */
+#define TXMEM_FENCE_TICKET0 2u   /* fence_next: first ticket of a flagging scan */
 /* Announces with a full barrier (seq_cst exchange, then a re-load of g_epoch until both
  * agree) that a top-level transaction runs. */
 void txmem_epoch_announce_fenced(txmem_thread *t);

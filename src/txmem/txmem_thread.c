@@ -116,8 +116,9 @@ txmem_thread *txmem_thread_setup(txmem_thread *t) {
   if (top == TXMEM_TOP_STICKY) {
     /* Never 0 while this thread may run transactions: scans skip 0 without a membarrier
      * (txmem_epoch.c). Flagged, so that its first begin is fenced and scans need no
-     * membarrier to pass it until then. */
-    atomic_store(&t->rec->fence_next, 1);
+     * membarrier to pass it until then: confirmed at once, as no begin of this thread
+     * can have loaded the flag clear before it was set. */
+    atomic_store(&t->rec->fence_next, TXMEM_FENCE_CONFIRMED);
     atomic_store(&t->rec->announce, TXMEM_ANNOUNCE(atomic_load(&txmem_g_epoch), 0));
   }
   /* A reused record keeps its totals: continue counting from them. */
