@@ -297,9 +297,12 @@ enum {
    * batch later), which then releases the batch without a barrier: with two threads
    * running short transactions, about one pass in five met the other between two
    * transactions and paid a membarrier (an interprocessor interrupt) for it. A thread
-   * that stays idle costs one barrier, at the next pass, as before. */
+   * that stays idle costs one barrier, at the next pass, as before. The batch waits
+   * until this thread's next pass, flush or exit, however long that is: only batches of
+   * at most PATIENT_MAX_BYTES may wait (space, not just objects, stays bounded). */
   PASS_PATIENT = 2,
 };
+#define PATIENT_MAX_BYTES ((size_t)256 << 10)
 
 /* One reclamation pass: releases every limbo entry (and orphan) whose epoch is safe.
  * Returns the bound it used: entries of epochs below it are released. */
@@ -313,7 +316,9 @@ static uint64_t reclaim_pass(txmem_thread *t, unsigned flags) {
    * above; an exiting thread may tag and orphan entries while this scan runs, and their
    * tags are >= this load's value. */
   uint64_t tagged_below = atomic_load(&txmem_g_epoch);
-  bool patient = (flags & PASS_PATIENT) && tagged_now && oldest == tagged_now;
+  /* oldest == tagged_now: the whole limbo is the batch just tagged. */
+  bool patient = (flags & PASS_PATIENT) && tagged_now && oldest == tagged_now &&
+                 t->limbo_bytes <= PATIENT_MAX_BYTES;
   uint64_t safe_below = safe_epoch_bound(t, oldest, patient);
   if (safe_below > tagged_below) safe_below = tagged_below;
   txmem_count(t, TXMEM_C_reclaim_scans, 1);

@@ -9,7 +9,9 @@
  *   2. B runs one more transaction; the next pass releases the first batch (B's epoch is
  *      newer), keeps the second, still no barrier;
  *   3. B stays idle; the next pass finds the second batch held back for a whole batch and
- *      passes B with one membarrier: everything is released.
+ *      passes B with one membarrier: everything is released;
+ *   4. B runs one more transaction and waits; a batch of more than 256 KiB (PATIENT_MAX_BYTES)
+ *      is not kept: its pass passes B with a membarrier at once.
  * Without sticky announcements (option txmem_membarrier=0, ThreadSanitizer builds) a thread
  * between transactions shows no announcement: every pass releases everything, no barrier. */
 #include <pthread.h>
@@ -38,14 +40,17 @@ static void *thread_b(void *arg) {
   wait_phase(2);
   empty_transaction();
   atomic_store(&phase, 3);
-  wait_phase(4); /* idle until this thread's last pass is done */
+  wait_phase(4);
+  empty_transaction();
+  atomic_store(&phase, 5);
+  wait_phase(6); /* idle until this thread's last pass is done */
   return NULL;
 }
 
-/* One committed transaction that frees BATCH objects allocated before it. */
-static void commit_batch(void) {
+/* One committed transaction that frees BATCH objects of `size` bytes allocated before it. */
+static void commit_batch(size_t size) {
   void *objs[BATCH];
-  for (int i = 0; i < BATCH; i++) objs[i] = txmem_malloc(40);
+  for (int i = 0; i < BATCH; i++) objs[i] = txmem_malloc(size);
   txmem_tx_begin(1);
   for (int i = 0; i < BATCH; i++) txmem_free(objs[i]);
   txmem_tx_commit(1);
@@ -78,16 +83,20 @@ int main(void) {
   txmem_stats s0;
   txmem_stats_get(&s0);
 
-  commit_batch();
+  commit_batch(40);
   expect("1. B idle, new batch", &s0, sticky ? BATCH : 0, 0);
   atomic_store(&phase, 2);
   wait_phase(3);
-  commit_batch();
+  commit_batch(40);
   expect("2. B ran a transaction", &s0, sticky ? BATCH : 0, 0);
-  commit_batch();
+  commit_batch(40);
   expect("3. B idle for a whole batch", &s0, 0, sticky ? 1 : 0);
-
   atomic_store(&phase, 4);
+  wait_phase(5);
+  commit_batch(8192); /* 512 KiB */
+  expect("4. a batch of 512 KiB", &s0, 0, sticky ? 2 : 0);
+
+  atomic_store(&phase, 6);
   CHECK(pthread_join(b, NULL) == 0);
   txmem_flush();
   return check_exit();
