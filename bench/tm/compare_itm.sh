@@ -139,9 +139,7 @@ def table():
                 ratios_def.append(r_def)
                 ratios_cpu.append(r_cpu)
                 if "notm" in got:
-                    ns = lambda n: 1e9 * median([cpu_per_op(d) for d in got[n]]) if n in got else None
-                    costs.append((structure, update, ns("notm"), ns("notm_txalloc"), ns("txalloc"),
-                                  ns("ml_wt")))
+                    costs.append(cost_row(structure, update, got, cpu_per_op))
                 rows.append((structure, update, threads, ops["txalloc"], ops["ml_wt"], ops["default"],
                              r_ml, r_def, r_cpu, abort, false_share))
                 print("%-6s %3d%% %dt: txalloc %.0f  ml_wt %.0f  default %.0f  ratio %.2f"
@@ -166,27 +164,40 @@ def table():
         cost_table(costs)
 
 
-def cost_table(costs):
+def cost_row(structure, update, got, cpu_per_op):
     # What each TM adds to the workload's own cost, each over the run without a TM on the
     # allocator it uses itself: libitm allocates with glibc; txalloc's tm_malloc with
-    # txalloc (which packs 16-byte nodes two per 32 bytes, where glibc takes 32 each: on
-    # the list, a traversal of cache misses, that alone is a third of the time).
+    # txalloc under its default txmem strategy (which packs 16-byte nodes two per 32 bytes,
+    # where glibc takes 32 each: on the list, a traversal of cache misses, that alone is a
+    # third of the time), with the process's malloc under the wrap strategies. Overheads
+    # are medians of the differences of runs made back to back, as the ratios above.
+    ns = lambda name: (1e9 * median([cpu_per_op(d) for d in got[name]])
+                       if name in got else None)
+    over = lambda tm, base: (1e9 * median([cpu_per_op(a) - cpu_per_op(b)
+                                           for a, b in zip(got[tm], got[base])])
+                             if base in got else None)
+    own = "notm_txalloc" if got["txalloc"][0]["tm"].get("txmem") == "txalloc" else "notm"
+    return (structure, update, ns("notm"), ns("notm_txalloc"), ns("txalloc"), ns("ml_wt"),
+            over("txalloc", own), over("ml_wt", "notm"))
+
+
+def cost_table(costs):
     fmt = lambda v: "n/a" if v is None else "%.1f" % v
     print()
     print("CPU time per operation at 1 thread (ns, medians): the workload without a TM"
-          " (intset-notm: plain code) on glibc's malloc and on txalloc's, each TM, and each"
-          " TM's overhead over the run without a TM on its own allocator (libitm: glibc,"
-          " txalloc: txalloc).")
+          " (intset-notm: plain code) on glibc's malloc and on txalloc's (LD_PRELOAD of"
+          " libtxalloc.so; n/a when it is not built), each TM, and each TM's overhead over"
+          " the run without a TM on the allocator its own allocations use (libitm: glibc;"
+          " txalloc: txalloc, or the process's malloc under --txmem wrap|wrap-cache).")
     print()
     print("| structure | update | no TM, glibc | no TM, txalloc | txalloc | libitm ml_wt "
           "| txalloc overhead | ml_wt overhead | ml_wt / txalloc overhead |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for s, u, base_glibc, base_txa, tx, ml in costs:
-        base_tx = base_txa if base_txa is not None else base_glibc
-        over_tx, over_ml = tx - base_tx, ml - base_glibc
-        ratio = "%.2f" % (over_ml / over_tx) if over_tx > 0 and over_ml > 0 else "n/a"
-        print("| %s | %d %% | %s | %s | %.1f | %.1f | %.1f | %.1f | %s |"
-              % (s, u, fmt(base_glibc), fmt(base_txa), tx, ml, over_tx, over_ml, ratio))
+    for s, u, base_glibc, base_txa, tx, ml, over_tx, over_ml in costs:
+        ratio = ("%.2f" % (over_ml / over_tx)
+                 if over_tx is not None and over_tx > 0 and over_ml > 0 else "n/a")
+        print("| %s | %d %% | %s | %s | %.1f | %.1f | %s | %.1f | %s |"
+              % (s, u, fmt(base_glibc), fmt(base_txa), tx, ml, fmt(over_tx), over_ml, ratio))
 
 
 def shift():
