@@ -9,7 +9,7 @@ CMAKE_ARGS ?=
 SANITIZER_TEST_SCALE ?= 0.2
 
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS)
-SOURCES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+SOURCES = $(shell git ls-files '*.c' '*.h' '*.cc' 2>/dev/null)
 
 # The study harness (python/): a virtual environment with the `txalloc` CLI and its pinned
 # dependencies from PyPI, rebuilt only when python/pyproject.toml changes.

@@ -110,13 +110,16 @@ TXALLOC_API __attribute__((returns_twice)) int tm_start_(tm_context_ *ctx, int f
        tm_ctx_once_ && tm_start_(&tm_ctx_, (flags)); tm_ctx_once_ = NULL, tm_commit_())            \
   TM_SHADOW_ON_
 #else
+/* tm_go_ lives only as long as the statement expression, so the body (a nested block's
+ * tm_go_, say) may reuse its stack slot before a rollback jumps back here: every return
+ * from sigsetjmp assigns it, none relies on the initialiser. */
 #define TM_ATOMIC_FLAGS(flags)                                                                     \
   TM_SHADOW_OFF_                                                                                   \
   for (volatile int tm_run_ = ({                                                                   \
          volatile int tm_go_ = 1;                                                                  \
          switch (sigsetjmp(*tm_checkpoint_(flags), 0)) {                                           \
          case TM_JUMP_CANCEL: tm_go_ = 0; break;                                                   \
-         default: tm_begin_(flags);                                                                \
+         default: tm_go_ = 1; tm_begin_(flags);                                                    \
          }                                                                                         \
          tm_go_;                                                                                   \
        });                                                                                         \
@@ -128,10 +131,15 @@ TXALLOC_API sigjmp_buf *tm_checkpoint_(int flags);
 TXALLOC_API void tm_begin_(int flags);
 TXALLOC_API void tm_commit_(void);
 
+#ifdef __cplusplus
+#define TM_NORETURN_ [[noreturn]]
+#else
+#define TM_NORETURN_ _Noreturn
+#endif
 /* Abort the innermost transaction and run it again (for a condition not yet true). */
-TXALLOC_API _Noreturn void tm_restart(void);
+TM_NORETURN_ TXALLOC_API void tm_restart(void);
 /* Abort the innermost transaction, discard its effects, and continue after its block. */
-TXALLOC_API _Noreturn void tm_abort(void);
+TM_NORETURN_ TXALLOC_API void tm_abort(void);
 /* Become irrevocable now (may restart the transaction first to get there). */
 TXALLOC_API void tm_become_irrevocable(void);
 /* Makes every transaction running now (on any thread) validate its reads at its next load
@@ -236,7 +244,7 @@ tm_load_inline_double(const volatile double *addr) {
 
 /* tm_load(p) / tm_store(p, v) pick the sized function from the type of *p (integers of
  * 1, 2, 4, 8 bytes, float, double; anything else must be a pointer); 8-byte loads take the
- * inline fast path. */
+ * inline fast path. C only (_Generic): C++ calls the sized functions. */
 #define TM_SIZED_(p, op, op8)                                                                      \
   _Generic(*(p), _Bool                                                                             \
            : tm_##op##_u8, int8_t                                                                  \

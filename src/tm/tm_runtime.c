@@ -164,13 +164,13 @@ void tm_thread_exit(void) {
 
 tm_tx *tm_all_descriptors(void) { return __atomic_load_n(&all_txs, __ATOMIC_ACQUIRE); }
 
-/* For tm_stats.c: visits the live descriptors under threads_lock. */
+/* For tm_stats.c: visits the live descriptors. The caller holds threads_lock (through
+ * tm_threads_lock), so that no thread exits, folding its counters, while it reads both the
+ * exited total and the live threads. */
 void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg);
 void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg) {
-  pthread_mutex_lock(&threads_lock);
   for (tm_tx *t = all_txs; t; t = t->all_next)
     if (__atomic_load_n(&t->live, __ATOMIC_RELAXED)) fn(t, arg);
-  pthread_mutex_unlock(&threads_lock);
 }
 void tm_threads_lock(bool lock);
 void tm_threads_lock(bool lock) {

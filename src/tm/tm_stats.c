@@ -65,10 +65,12 @@ static void add_live(tm_tx *tx, void *out) { merge(out, &tx->stats); }
 
 void tm_stats_get(tm_stats *out) {
   memset(out, 0, sizeof *out);
+  /* One hold of the lock for both parts: a thread exiting in between would otherwise be
+   * in neither, and a later reading could show fewer commits than an earlier one. */
   tm_threads_lock(true);
   merge(out, &exited);
-  tm_threads_lock(false);
   tm_for_each_live(add_live, out);
+  tm_threads_lock(false);
   uint64_t written = out->commits, all = 0;
   for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++) all += out->retry_histogram[k];
   out->commits = all;
@@ -83,8 +85,8 @@ static void zero_live(tm_tx *tx, void *arg) {
 void tm_stats_reset(void) {
   tm_threads_lock(true);
   zero(&exited);
-  tm_threads_lock(false);
   tm_for_each_live(zero_live, NULL);
+  tm_threads_lock(false);
 }
 
 void tm_stats_print_json(FILE *out, const tm_stats *s) {

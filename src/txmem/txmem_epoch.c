@@ -139,29 +139,31 @@ void txmem_epoch_announce_fenced(txmem_thread *t) {
 }
 
 void txmem_epoch_announce_flagged(txmem_thread *t) {
-  /* The clear must be visible before the transaction reads: the exchange drains it. */
-  atomic_store_explicit(&t->rec->fence_next, 0, memory_order_relaxed);
+  /* The clear must be visible before the transaction reads: the exchange drains it. The
+   * store is seq_cst, so that the argument above ("comes after this scan's reads in the
+   * seq_cst order") holds in the C11 model too, not only on x86; the path is rare. */
+  atomic_store(&t->rec->fence_next, 0);
   txmem_epoch_announce_fenced(t);
 }
 
-/* Tickets of flagging scans: never 0 (clear) nor TXMEM_FENCE_CONFIRMED, distinct for 2^32 - 2
- * scans in a row (a scan holds its ticket for the length of one membarrier). */
-static _Atomic uint32_t g_fence_tickets;
-static uint32_t fence_ticket(void) {
-  return TXMEM_FENCE_TICKET0 + atomic_fetch_add(&g_fence_tickets, 1) % (UINT32_MAX - 1);
-}
+/* Tickets of flagging scans: never 0 (clear) nor TXMEM_FENCE_CONFIRMED, and never repeated:
+ * a 64-bit counter does not wrap in the life of a process (2^64 scans, each running a
+ * membarrier). A repeated ticket would let a scan stalled before its confirm_flags confirm
+ * another scan's flag before that scan's membarrier had returned. */
+static _Atomic uint64_t g_fence_tickets = TXMEM_FENCE_TICKET0;
+static uint64_t fence_ticket(void) { return atomic_fetch_add(&g_fence_tickets, 1); }
 
 /* Least epoch among the other threads' records that show a running transaction
  * (*running) and among those that show an announcement without one and are not
  * CONFIRMED (*idle); UINT64_MAX when there is none. With a `ticket`, flags every record
  * counted in *idle with it. */
 static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idle,
-                         uint32_t ticket) {
+                         uint64_t ticket) {
   *running = *idle = UINT64_MAX;
   for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
     if (r == t->rec) continue; /* the scanning thread is outside any transaction */
     /* The flag before the announcement (see above). */
-    uint32_t f = atomic_load(&r->fence_next);
+    uint64_t f = atomic_load(&r->fence_next);
     uint64_t a = atomic_load(&r->announce);
     if (!a) continue;
     if (TXMEM_ANNOUNCE_RUNNING(a)) {
@@ -176,9 +178,9 @@ static void scan_records(const txmem_thread *t, uint64_t *running, uint64_t *idl
 
 /* After the membarrier that followed flagging with `ticket`: the flags still carrying it
  * (their threads have not begun since) become CONFIRMED. */
-static void confirm_flags(uint32_t ticket) {
+static void confirm_flags(uint64_t ticket) {
   for (txmem_record *r = atomic_load(&txmem_registry); r; r = atomic_load(&r->next)) {
-    uint32_t expected = ticket;
+    uint64_t expected = ticket;
     atomic_compare_exchange_strong(&r->fence_next, &expected, TXMEM_FENCE_CONFIRMED);
   }
 }
@@ -194,7 +196,7 @@ static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest, bool patient)
    * what its thread's transactions may hold (case 2). */
   if (idle >= running || idle > oldest || patient) return idle < running ? idle : running;
   /* Flag them first: their begins that the barrier does not show us see the flag. */
-  uint32_t ticket = fence_ticket();
+  uint64_t ticket = fence_ticket();
   scan_records(t, &running, &idle, ticket);
   /* Only threads between transactions (as far as this scan can tell) hold `oldest`
    * back: after membarrier their running bits are exact (see above). Records without

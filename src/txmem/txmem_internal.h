@@ -104,7 +104,7 @@ typedef struct txmem_record {
    * nonzero, clears it first and announces with the full barrier. A record not running and
    * CONFIRMED holds nothing back (txmem_epoch.c), so an idle thread costs one membarrier,
    * not one per scan. */
-  _Atomic uint32_t fence_next;
+  _Atomic uint64_t fence_next;
   _Atomic int in_use;
   struct txmem_record *_Atomic next;
   /* Written only by the owning thread, with relaxed atomic stores. */
