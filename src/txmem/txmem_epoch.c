@@ -97,7 +97,12 @@
 #include "txmem/txmem_internal.h"
 #include "util/message.h"
 
+/* A pass runs when SCAN_BATCH entries or SCAN_BATCH_BYTES bytes were pushed since the last
+ * one: the count amortises the scan over small frees, the bytes bound the space that waits
+ * untagged for the thread's next free (a few large objects would otherwise wait until
+ * the 64th free, a flush or the thread's exit). */
 #define SCAN_BATCH 64
+#define SCAN_BATCH_BYTES ((size_t)1 << 20)
 
 _Atomic uint64_t txmem_g_epoch = 1;
 
@@ -337,6 +342,7 @@ static uint64_t reclaim_pass(txmem_thread *t, unsigned flags) {
   txmem_count(t, TXMEM_C_reclaimed, released);
   release_orphans(t, safe_below, flags & PASS_WAIT_ORPHANS);
   t->limbo_next_scan = t->limbo_len + SCAN_BATCH;
+  t->limbo_next_scan_bytes = t->limbo_bytes + SCAN_BATCH_BYTES;
   limbo_gauges(t);
   return safe_below;
 }
@@ -353,7 +359,9 @@ static void call_stale_hook(uint64_t epoch) {
  * Called outside any transaction (depth 0; the thread's scans skip its own record). */
 static void limbo_grew(txmem_thread *t) {
   limbo_gauges(t);
-  if (t->limbo_len < t->limbo_next_scan && t->limbo_len <= txmem_cfg.limbo_max) return;
+  if (t->limbo_len < t->limbo_next_scan && t->limbo_bytes < t->limbo_next_scan_bytes &&
+      t->limbo_len <= txmem_cfg.limbo_max)
+    return;
   /* Over the high-water mark, nothing may wait for a later pass. */
   reclaim_pass(t, t->limbo_len <= txmem_cfg.limbo_max ? PASS_PATIENT : 0);
   if (t->limbo_len <= txmem_cfg.limbo_max) return;
@@ -428,6 +436,8 @@ void txmem_epoch_thread_exit(txmem_thread *t) {
   t->limbo_len = 0;
   t->limbo_bytes = 0;
   t->limbo_head = 0;
+  t->limbo_next_scan = SCAN_BATCH;
+  t->limbo_next_scan_bytes = SCAN_BATCH_BYTES;
   limbo_gauges(t);
 }
 
