@@ -192,7 +192,7 @@ typedef struct txmem_thread {
   txmem_limbo_entry *limbo; /* ring buffer, capacity a power of two */
   size_t limbo_head, limbo_len, limbo_cap, limbo_bytes;
   size_t limbo_next_scan, limbo_next_scan_bytes; /* a pass when either is reached */
-  size_t limbo_unpublished; /* newest entries, not yet tagged with an epoch */
+  size_t limbo_unpublished;                      /* newest entries, not yet tagged with an epoch */
 
   void **cache;                              /* wrap-cache: [class][depth] */
   unsigned cache_count[TXMEM_CACHE_CLASSES]; /* objects in each class */
