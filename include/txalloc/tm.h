@@ -169,7 +169,8 @@ TXALLOC_API void tm_store_double(volatile double *addr, double value);
  * load, an aligned 8-byte word under etl-wb/etl-wt with the shift-mask map whose stripe is
  * unlocked, inside the snapshot and unchanged around the read, with room in the read set,
  * is done here; everything else calls tm_load_u64. tm_fast_view_ is the thread's
- * descriptor while its attempt may take this path, else NULL; tm_load_view_ mirrors the
+ * descriptor while its attempt may take this path, else &tm_view_off_ (never NULL, so the
+ * path needs no test for it: tm_view_off_'s lock check fails); tm_load_view_ mirrors the
  * descriptor's first fields (src/tm/tm_internal.h puts it there). Not used under the
  * sanitizers or with TXALLOC_TM_NO_INLINE_LOADS defined (tm_load then calls the library). */
 struct tm_rentry_ {
@@ -189,6 +190,9 @@ typedef struct tm_load_view_ {
   TM_LOAD_VIEW_FIELDS_
 } tm_load_view_;
 TXALLOC_API extern __thread tm_load_view_ *tm_fast_view_ __attribute__((tls_model("initial-exec")));
+/* tm_fast_view_ when the inline path does not apply: its lock map sends every word to one
+ * locked lock word, so tm_load_try_ fails without a test of its own. */
+TXALLOC_API extern tm_load_view_ tm_view_off_;
 
 /* Stores the word at w (8-aligned) in *out and returns 1 when the fast path applies. */
 static inline __attribute__((always_inline)) int tm_load_try_(tm_load_view_ *v, uintptr_t w,
@@ -222,7 +226,7 @@ tm_load_inline_u64(const volatile uint64_t *addr) {
   tm_load_view_ *v = tm_fast_view_;
   uintptr_t w = (uintptr_t)addr;
   uint64_t value;
-  if (__builtin_expect(v != NULL && (w & 7) == 0, 1) && tm_load_try_(v, w, &value)) return value;
+  if (__builtin_expect((w & 7) == 0, 1) && tm_load_try_(v, w, &value)) return value;
   return tm_load_u64(addr);
 }
 static inline __attribute__((always_inline)) void *tm_load_inline_ptr(void *const volatile *addr) {

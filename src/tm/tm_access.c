@@ -83,9 +83,9 @@ static void store_slow(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
 static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
   tm_load_view_ *v = tm_fast_view_;
   uint64_t value;
-  if (TM_LIKELY(v != NULL && (a & 7) == 0)) {
+  if (TM_LIKELY((a & 7) == 0)) {
     if (TM_LIKELY(tm_load_try_(v, a, &value))) return value;
-    return stm_load_word(tm_view_tx(v), a);
+    if (v != &tm_view_off_) return stm_load_word(tm_view_tx(v), a);
   }
   return load_slow(tm_self, a, 8);
 }

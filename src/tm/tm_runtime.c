@@ -28,7 +28,11 @@
 
 tm_config tm_cfg;
 __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
-__thread tm_load_view_ *tm_fast_view_ __attribute__((tls_model("initial-exec")));
+/* Locked (bit 63 set), so it lies above every snapshot bound, tm_view_off_'s 0 included. */
+static uint64_t view_off_lock = UINT64_MAX;
+tm_load_view_ tm_view_off_ = {
+    .ort_rshift = 0, .ort_amask = 0, .ort_base = (char *)&view_off_lock, .end = 0};
+__thread tm_load_view_ *tm_fast_view_ __attribute__((tls_model("initial-exec"))) = &tm_view_off_;
 
 static pthread_once_t runtime_once = PTHREAD_ONCE_INIT;
 static pthread_key_t thread_key;
@@ -293,7 +297,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
 static inline void end_top(tm_tx *tx, bool retried) {
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
-  tm_fast_view_ = NULL;
+  tm_fast_view_ = &tm_view_off_;
   if (TM_UNLIKELY(retried)) {
     tx->top_retries = 0;
     tx->top_conflicts = 0;
@@ -467,7 +471,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
     stm_rollback(tx, level);
   if (level == 1) {
     tx->mode = TM_MODE_NONE;
-    tm_fast_view_ = NULL;
+    tm_fast_view_ = &tm_view_off_;
   }
   tx->depth = level - 1;
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? (level > 1 ? level - 1 : 1) : 1;
