@@ -192,12 +192,8 @@ static void test_fork(void) {
 }
 
 int main(void) {
-  char err[200];
-  if (txalloc_option_set("txmem_limbo_max", "64", err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
-  if (txalloc_option_set("safe_reuse", "1", err, sizeof err) != 0) return 1;
+  txmem_test_option("txmem_limbo_max", "64");
+  txmem_test_option("safe_reuse", "1");
   alarm(120); /* a stalled reclamation becomes a failure, not a hung test */
   long long l0 = txmem_test_live_bytes();
   test_idle_threads();

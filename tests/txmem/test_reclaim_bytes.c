@@ -28,11 +28,7 @@ static txmem_stats commit_free(size_t size) {
 }
 
 int main(void) {
-  char err[200];
-  if (txalloc_option_set("safe_reuse", "1", err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
+  txmem_test_option("safe_reuse", "1");
   alarm(60);
   txmem_flush(); /* an empty limbo: the next pass is 64 frees or 1 MiB away */
 

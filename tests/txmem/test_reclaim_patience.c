@@ -67,11 +67,7 @@ static void expect(const char *step, const txmem_stats *s0, uint64_t limbo, uint
 }
 
 int main(void) {
-  char err[200];
-  if (txalloc_option_set("safe_reuse", "1", err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
+  txmem_test_option("safe_reuse", "1");
   alarm(60);
   bool sticky = txmem_membarrier_in_force();
   fprintf(stderr, "strategy %s, sticky announcements %d\n",

@@ -128,14 +128,10 @@ static void w_exit(pthread_t w) {
 }
 
 int main(void) {
-  char err[200];
   char max[32];
   snprintf(max, sizeof max, "%d", LIMBO_MAX);
-  if (txalloc_option_set("safe_reuse", "1", err, sizeof err) != 0 ||
-      txalloc_option_set("txmem_limbo_max", max, err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    return 1;
-  }
+  txmem_test_option("safe_reuse", "1");
+  txmem_test_option("txmem_limbo_max", max);
   alarm(120);
   bool sticky = txmem_membarrier_in_force();
   fprintf(stderr, "strategy %s, sticky announcements %d\n",

@@ -41,6 +41,20 @@ static txmem_stats stats_now(void) {
   return s;
 }
 
+/* Frees the n pointers in one committed top-level transaction; checks that they were all
+ * counted as speculative frees and deferred with `bytes` usable bytes in all. */
+static void commit_frees(void *const *objs, int n, size_t bytes, const char *what) {
+  txmem_stats s0 = stats_now();
+  txmem_tx_begin(1);
+  for (int i = 0; i < n; i++) txmem_free(objs[i]);
+  txmem_tx_commit(1);
+  txmem_stats s1 = stats_now();
+  CHECKF(s1.speculative_frees - s0.speculative_frees == (uint64_t)n, "%s: %llu frees, want %d",
+         what, (unsigned long long)(s1.speculative_frees - s0.speculative_frees), n);
+  CHECKF(s1.deferred_bytes - s0.deferred_bytes == bytes, "%s: deferred %llu bytes, want %zu", what,
+         (unsigned long long)(s1.deferred_bytes - s0.deferred_bytes), bytes);
+}
+
 static void check_limbo_empty(const char *what) {
   txmem_stats s = stats_now();
   CHECKF(s.limbo_objects == 0 && s.limbo_bytes == 0, "%s: limbo %llu objects, %llu bytes", what,
@@ -60,14 +74,8 @@ static void test_foreign(void) {
     CHECK(p != NULL);
     memset(p, 7, SIZE);
     size_t usable = malloc_usable_size(p);
-    txmem_stats s0 = stats_now();
-    txmem_tx_begin(1);
-    txmem_free(p);
-    txmem_tx_commit(1);
-    txmem_stats s1 = stats_now();
-    CHECK(s1.speculative_frees - s0.speculative_frees == 1);
-    CHECKF(s1.deferred_bytes - s0.deferred_bytes == usable, "deferred %llu bytes, usable %zu",
-           (unsigned long long)(s1.deferred_bytes - s0.deferred_bytes), usable);
+    void *objs[1] = {p};
+    commit_frees(objs, 1, usable, "foreign");
     txmem_flush();
     check_limbo_empty("foreign");
     CHECKF(calls == 0, "foreign object: %d allocator reports (first: %s)", calls, messages[0]);
@@ -91,16 +99,8 @@ static void test_interior(void) {
   size_t expected = txalloc_usable_size(small + 16) + txalloc_usable_size(large + 4096) +
                     txalloc_usable_size(valid);
   CHECK(expected == txalloc_usable_size(valid)); /* the interior ones count 0 */
-  txmem_stats s0 = stats_now();
-  txmem_tx_begin(1);
-  txmem_free(small + 16);
-  txmem_free(large + 4096);
-  txmem_free(valid);
-  txmem_tx_commit(1);
-  txmem_stats s1 = stats_now();
-  CHECK(s1.speculative_frees - s0.speculative_frees == 3);
-  CHECKF(s1.deferred_bytes - s0.deferred_bytes == expected, "deferred %llu bytes, expected %zu",
-         (unsigned long long)(s1.deferred_bytes - s0.deferred_bytes), expected);
+  void *objs[3] = {small + 16, large + 4096, valid};
+  commit_frees(objs, 3, expected, "interior");
   txmem_flush();
   check_limbo_empty("interior");
   CHECKF(calls == 2, "%d allocator reports, want 2", calls);

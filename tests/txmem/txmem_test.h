@@ -27,6 +27,15 @@
 #define TXMEM_TEST_SANITIZED 0
 #endif
 
+/* Sets an option before the first use of txmem (they are read then); exits on refusal. */
+static inline void txmem_test_option(const char *name, const char *value) {
+  char err[200];
+  if (txalloc_option_set(name, value, err, sizeof err) != 0) {
+    fprintf(stderr, "%s\n", err);
+    exit(1);
+  }
+}
+
 /* Bytes live in the allocator the strategy uses, or -1 when it cannot be measured (the
  * process malloc of a sanitizer build: there ASan/LSan check leaks and double frees). */
 static inline long long txmem_test_live_bytes(void) {
