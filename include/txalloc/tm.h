@@ -191,8 +191,10 @@ typedef struct tm_load_view_ {
 } tm_load_view_;
 TXALLOC_API extern __thread tm_load_view_ *tm_fast_view_ __attribute__((tls_model("initial-exec")));
 /* tm_fast_view_ when the inline path does not apply: its lock map sends every word to one
- * locked lock word, so tm_load_try_ fails without a test of its own. */
-TXALLOC_API extern tm_load_view_ tm_view_off_;
+ * locked lock word, so tm_load_try_ fails without a test of its own. Read-only memory: the
+ * path never writes it (it fails first), and a stray write would fault, not race. */
+TXALLOC_API extern const tm_load_view_ tm_view_off_;
+#define TM_VIEW_OFF_ ((tm_load_view_ *)&tm_view_off_)
 
 /* Stores the word at w (8-aligned) in *out and returns 1 when the fast path applies. */
 static inline __attribute__((always_inline)) int tm_load_try_(tm_load_view_ *v, uintptr_t w,

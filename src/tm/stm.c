@@ -62,7 +62,7 @@ void stm_thread_init(tm_tx *tx) {
   tx->begin_fast_view =
       tx->fast_ort && (tx->begin_mode == TM_MODE_ETL_WB || tx->begin_mode == TM_MODE_ETL_WT)
           ? &tx->view
-          : &tm_view_off_;
+          : TM_VIEW_OFF_;
   tx->plain_begin = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.cm != TM_CM_KILL;
   const size_t rcap = 1024;
   tx->rset = malloc((rcap + 1) * sizeof *tx->rset);
@@ -464,7 +464,7 @@ bool stm_try_become_irrevocable(tm_tx *tx) {
                                    __ATOMIC_RELAXED))
     return false;
   tx->mode = TM_MODE_IRREVOCABLE;
-  tm_fast_view_ = &tm_view_off_;
+  tm_fast_view_ = TM_VIEW_OFF_;
   return true;
 }
 
@@ -474,7 +474,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh, bool read_only) {
   if (TM_UNLIKELY(irrevocable)) {
     stm_irrevocable_acquire(tx);
     mode = TM_MODE_IRREVOCABLE;
-    fast_view = &tm_view_off_;
+    fast_view = TM_VIEW_OFF_;
   } else {
     /* New transactions wait while an irrevocable one runs (it would make them abort). */
     for (unsigned i = 0; __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_ACQUIRE); i++)

@@ -85,7 +85,7 @@ static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
   uint64_t value;
   if (TM_LIKELY((a & 7) == 0)) {
     if (TM_LIKELY(tm_load_try_(v, a, &value))) return value;
-    if (v != &tm_view_off_) return stm_load_word(tm_view_tx(v), a);
+    if (v != TM_VIEW_OFF_) return stm_load_word(tm_view_tx(v), a);
   }
   return load_slow(tm_self, a, 8);
 }

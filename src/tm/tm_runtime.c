@@ -28,11 +28,13 @@
 
 tm_config tm_cfg;
 __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
-/* Locked (bit 63 set), so it lies above every snapshot bound, tm_view_off_'s 0 included. */
-static uint64_t view_off_lock = UINT64_MAX;
-tm_load_view_ tm_view_off_ = {
+/* Locked (bit 63 set), so it lies above every snapshot bound, tm_view_off_'s 0 included.
+ * Both are const: read-only data, never on a cache line with written data (every load
+ * through the off view reads them). */
+static const uint64_t view_off_lock = UINT64_MAX;
+const tm_load_view_ tm_view_off_ = {
     .ort_rshift = 0, .ort_amask = 0, .ort_base = (char *)&view_off_lock, .end = 0};
-__thread tm_load_view_ *tm_fast_view_ __attribute__((tls_model("initial-exec"))) = &tm_view_off_;
+__thread tm_load_view_ *tm_fast_view_ __attribute__((tls_model("initial-exec"))) = TM_VIEW_OFF_;
 
 static pthread_once_t runtime_once = PTHREAD_ONCE_INIT;
 static pthread_key_t thread_key;
@@ -75,6 +77,21 @@ static void thread_key_destructor(void *tx) {
   tm_thread_exit();
 }
 
+/* fork: the forking thread holds the runtime's two mutexes across the fork, so that the
+ * child's copies are not held by threads that do not exist there (a thread reading the
+ * statistics, setting up or exiting). Registered at the runtime's initialisation, after the
+ * allocator's handlers when txalloc is the process malloc (it initialises at the first
+ * malloc): prepare handlers run in reverse order, so threads_lock is taken before the
+ * allocator's locks, the order tm_thread_setup uses (it allocates under threads_lock). */
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&callbacks_lock);
+  pthread_mutex_lock(&threads_lock);
+}
+static void atfork_release(void) {
+  pthread_mutex_unlock(&threads_lock);
+  pthread_mutex_unlock(&callbacks_lock);
+}
+
 static void runtime_init_once(void) {
   tm_cfg.backend = (tm_backend_kind)txalloc_opt(TXALLOC_OPT_TM);
   tm_cfg.design = (tm_design)txalloc_opt(TXALLOC_OPT_DESIGN);
@@ -98,6 +115,8 @@ static void runtime_init_once(void) {
   }
   if (pthread_key_create(&thread_key, thread_key_destructor) != 0)
     tm_fatal("pthread_key_create failed");
+  if (pthread_atfork(atfork_prepare, atfork_release, atfork_release) != 0)
+    tm_fatal("pthread_atfork failed");
   if (txalloc_opt(TXALLOC_OPT_STATS)) atexit(tm_stats_print_at_exit);
   if (txalloc_opt(TXALLOC_OPT_VERBOSE))
     txalloc_message("tm: backend %s, design %u, ort 2^%u, shift %u, cm %u, nesting %u",
@@ -297,7 +316,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
 static inline void end_top(tm_tx *tx, bool retried) {
   tx->depth = 0;
   tx->mode = TM_MODE_NONE;
-  tm_fast_view_ = &tm_view_off_;
+  tm_fast_view_ = TM_VIEW_OFF_;
   if (TM_UNLIKELY(retried)) {
     tx->top_retries = 0;
     tx->top_conflicts = 0;
@@ -471,7 +490,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
     stm_rollback(tx, level);
   if (level == 1) {
     tx->mode = TM_MODE_NONE;
-    tm_fast_view_ = &tm_view_off_;
+    tm_fast_view_ = TM_VIEW_OFF_;
   }
   tx->depth = level - 1;
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? (level > 1 ? level - 1 : 1) : 1;

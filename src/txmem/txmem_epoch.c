@@ -436,8 +436,7 @@ void txmem_epoch_thread_exit(txmem_thread *t) {
   t->limbo_len = 0;
   t->limbo_bytes = 0;
   t->limbo_head = 0;
-  t->limbo_next_scan = SCAN_BATCH;
-  t->limbo_next_scan_bytes = SCAN_BATCH_BYTES;
+  t->limbo_next_scan = t->limbo_next_scan_bytes = 0; /* as a new thread's: its first free scans */
   limbo_gauges(t);
 }
 

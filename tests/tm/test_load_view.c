@@ -7,7 +7,9 @@
  *   - inside a block: its own stores (ctl-wb keeps them in the write set, unlocked, so an
  *     inline load would miss them), also after tm_become_irrevocable;
  *   - a misaligned 8-byte load, inside and outside (never the inline path);
- * and that tm_view_off_ itself is never written (it is shared by every thread).
+ * that the view is off again after each block (a view left on returns right values here but
+ * logs reads outside any transaction), and that tm_view_off_ itself is never written (it is
+ * shared by every thread).
  * Every design and the lock backend. */
 #include "tm_test.h"
 
@@ -15,6 +17,9 @@ static struct {
   _Alignas(64) uint64_t x;
   _Alignas(64) unsigned char bytes[24];
 } m;
+
+#define CHECK_VIEW_OFF()                                                                           \
+  CHECKF(tm_fast_view_ == &tm_view_off_, "the view is on at line %d", __LINE__)
 
 static uint64_t misaligned(void) { return tm_load((const uint64_t *)(const void *)(m.bytes + 3)); }
 
@@ -82,23 +87,29 @@ int main(void) {
   uint64_t expected_odd = 0;
   for (int i = 7; i >= 0; i--) expected_odd = expected_odd << 8 | (uint64_t)(3 + i);
 
+  CHECK_VIEW_OFF();
   CHECK(tm_load(&m.x) == 41); /* before this thread's first transaction */
   check_fresh_thread(41);
   CHECK(misaligned() == expected_odd);
 
   commit_store(42);
+  CHECK_VIEW_OFF();
   CHECK(tm_load(&m.x) == 42 && m.x == 42);
   abort_store(99);
+  CHECK_VIEW_OFF();
   CHECK(tm_load(&m.x) == 42 && m.x == 42);
   CHECK(restart_then_store(50) == 2);
+  CHECK_VIEW_OFF();
   CHECK(tm_load(&m.x) == 51 && m.x == 51);
   check_fresh_thread(51);
 
   volatile uint64_t seen = 0, odd = 0;
   own_stores(60, &seen, &odd);
+  CHECK_VIEW_OFF();
   CHECK(seen == 60 && m.x == 60);
   CHECK(odd == expected_odd);
   irrevocable_own_stores(61, &seen);
+  CHECK_VIEW_OFF();
   CHECK(seen == 61 && m.x == 61);
   CHECK(tm_load(&m.x) == 61);
 
