@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
   if (fallback) {
     char value[16];
     snprintf(value, sizeof value, "%d", FALLBACK_AFTER);
-    tm_test_set_option("irrevocable_after", value);
+    test_set_option("irrevocable_after", value);
   }
   tm_callbacks cb = {NULL, NULL, count_abort, NULL, NULL};
   CHECK(tm_register_callbacks(&cb) == 0);

@@ -128,7 +128,7 @@ static void lock_pair(int index, void *arg) {
 }
 
 static int child_lock(void) {
-  tm_test_set_option("tm", "lock");
+  test_set_option("tm", "lock");
   tm_test_run_threads(2, lock_pair, NULL);
   tm_stats s;
   tm_stats_get(&s);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "set_option.h"
 #include "txalloc/options.h"
 #include "txalloc/tm.h"
 
@@ -73,13 +74,6 @@ static inline const char *tm_test_option(const char *name) {
   out[0] = 0;
   if (index >= 0) txalloc_option_format((size_t)index, out, 64);
   return out;
-}
-static inline void tm_test_set_option(const char *name, const char *value) {
-  char err[1024];
-  if (txalloc_option_set(name, value, err, sizeof err) != 0) {
-    fprintf(stderr, "cannot set option %s=%s: %s\n", name, value, err);
-    exit(2);
-  }
 }
 static inline int tm_test_option_is(const char *name, const char *value) {
   return strcmp(tm_test_option(name), value) == 0;

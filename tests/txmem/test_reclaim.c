@@ -192,8 +192,8 @@ static void test_fork(void) {
 }
 
 int main(void) {
-  txmem_test_option("txmem_limbo_max", "64");
-  txmem_test_option("safe_reuse", "1");
+  test_set_option("txmem_limbo_max", "64");
+  test_set_option("safe_reuse", "1");
   alarm(120); /* a stalled reclamation becomes a failure, not a hung test */
   long long l0 = txmem_test_live_bytes();
   test_idle_threads();

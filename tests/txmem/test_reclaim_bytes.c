@@ -28,7 +28,7 @@ static txmem_stats commit_free(size_t size) {
 }
 
 int main(void) {
-  txmem_test_option("safe_reuse", "1");
+  test_set_option("safe_reuse", "1");
   alarm(60);
   txmem_flush(); /* an empty limbo: the next pass is 64 frees or 1 MiB away */
 

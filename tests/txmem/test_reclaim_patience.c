@@ -67,7 +67,7 @@ static void expect(const char *step, const txmem_stats *s0, uint64_t limbo, uint
 }
 
 int main(void) {
-  txmem_test_option("safe_reuse", "1");
+  test_set_option("safe_reuse", "1");
   alarm(60);
   bool sticky = txmem_membarrier_in_force();
   fprintf(stderr, "strategy %s, sticky announcements %d\n",

@@ -130,8 +130,8 @@ static void w_exit(pthread_t w) {
 int main(void) {
   char max[32];
   snprintf(max, sizeof max, "%d", LIMBO_MAX);
-  txmem_test_option("safe_reuse", "1");
-  txmem_test_option("txmem_limbo_max", max);
+  test_set_option("safe_reuse", "1");
+  test_set_option("txmem_limbo_max", max);
   alarm(120);
   bool sticky = txmem_membarrier_in_force();
   fprintf(stderr, "strategy %s, sticky announcements %d\n",

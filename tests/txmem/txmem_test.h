@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "set_option.h"
 #include "txalloc/txalloc.h"
 #include "txalloc/txmem.h"
 
@@ -26,15 +27,6 @@
 #else
 #define TXMEM_TEST_SANITIZED 0
 #endif
-
-/* Sets an option before the first use of txmem (they are read then); exits on refusal. */
-static inline void txmem_test_option(const char *name, const char *value) {
-  char err[200];
-  if (txalloc_option_set(name, value, err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    exit(1);
-  }
-}
 
 /* Bytes live in the allocator the strategy uses, or -1 when it cannot be measured (the
  * process malloc of a sanitizer build: there ASan/LSan check leaks and double frees). */
