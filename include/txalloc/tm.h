@@ -174,9 +174,8 @@ TXALLOC_API void tm_store_double(volatile double *addr, double value);
  * descriptor's first fields (src/tm/tm_internal.h puts it there). Not used under the
  * sanitizers or with TXALLOC_TM_NO_INLINE_LOADS defined (tm_load then calls the library). */
 struct tm_rentry_ {
-  uint64_t *lock; /* the stripe's versioned lock */
   uint64_t seen;  /* the lock word when the read happened */
-  uintptr_t addr; /* the word read */
+  uintptr_t addr; /* the word read (its lock is the map's lock of addr) */
 };
 #define TM_LOAD_VIEW_FIELDS_                                                                       \
   unsigned ort_rshift; /* lock of word w: ort_base + ((w >> ort_rshift) & ort_amask) */            \
@@ -208,7 +207,6 @@ static inline __attribute__((always_inline)) int tm_load_try_(tm_load_view_ *v, 
     struct tm_rentry_ *last = v->rlast;
     if (__builtin_expect(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l, 1)) {
       if (__builtin_expect(last != v->rlimit, 1)) {
-        last[1].lock = lock;
         last[1].seen = l;
         last[1].addr = w;
         v->rlast = last + 1;

@@ -127,8 +127,9 @@ static tm_wentry *chain_find(tm_wentry *e, uintptr_t w) {
  * its lock still shows the version read, or we hold the lock and took it over that version. */
 static size_t validate(const tm_tx *tx) {
   const tm_rentry *r = tx->rset;
+  const tm_lock_map map = tm_lock_map_now();
   for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
-    uint64_t l = __atomic_load_n(r[i].lock, __ATOMIC_ACQUIRE);
+    uint64_t l = __atomic_load_n(tm_lock_of(&map, r[i].addr), __ATOMIC_ACQUIRE);
     if (TM_LIKELY(l == r[i].seen)) continue;
     if (!(l & 1) && tm_same_version(l, r[i].seen)) continue; /* restored (write-through) */
     if ((l & 1) && owned_by(tx, l) && tm_same_version(lock_head(l)->saved, r[i].seen)) continue;
@@ -162,8 +163,10 @@ static void extend_or_abort(tm_tx *tx, tm_abort_cause cause) {
     size_t bad = validate(tx);
     if (bad != SIZE_MAX) abort_validation(tx, bad, cause, now);
     if (__atomic_compare_exchange_n(&tx->end, &before, tm_snapshot_bound(now), false,
-                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      tx->clock_seen = now;
       break;
+    }
   }
   if (tm_cfg.cm == TM_CM_KILL) check_killed(tx);
 }
@@ -268,7 +271,7 @@ static uint64_t read_consistent(tm_tx *tx, uintptr_t w) {
         continue;
       }
     }
-    rset_push(tx, lock, l, w);
+    rset_push(tx, l, w);
     return v;
   }
 }
@@ -482,7 +485,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh, bool read_only) {
   }
   /* bloom is only ever set under CTL (ctl_store). */
   if (tx->bloom && mode == TM_MODE_CTL_WB) ctl_index_rebuild(tx, 0);
-  uint64_t now = stm_begin_attempt(tx, mode, fast_view, read_only && !irrevocable);
+  uint64_t now = stm_begin_attempt(tx, mode, fast_view, read_only && !irrevocable, false);
   /* prio and status are read and changed only by the kill contention manager: under any
    * other cm, status stays TM_STATUS_ACTIVE (its initial value) and prio is never read. */
   if (tm_cfg.cm == TM_CM_KILL) {
@@ -579,6 +582,7 @@ void stm_commit(tm_tx *tx) {
   /* Announce the commit before taking the timestamp (the RMW orders the store). */
   if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
   uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
+  tx->clock_seen = ts;
   if (tm_snapshot_bound(ts - 1) !=
       __atomic_load_n(&tx->end, __ATOMIC_RELAXED)) { /* commits since */
     size_t bad = validate(tx);
@@ -618,7 +622,8 @@ static void rollback_in_place(tm_tx *tx, size_t mark) {
       word = fresh;
       /* Our surviving reads of this stripe saw the content we restored. */
       for (size_t r = 0, n = tm_rn(tx); r < n; r++)
-        if (tx->rset[r].lock == ws[i].lock && tm_same_version(tx->rset[r].seen, ws[i].saved))
+        if (tm_same_version(tx->rset[r].seen, ws[i].saved) &&
+            tm_ort_lock(tx->rset[r].addr) == ws[i].lock)
           tx->rset[r].seen = word;
     }
     if (tm_cfg.attribution) tm_record_commit(ws[i].lock, NULL, ws[i].saved);

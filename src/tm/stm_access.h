@@ -63,12 +63,11 @@ static inline uint64_t locked_word(const tm_wentry *head) {
 void stm_rset_grow(tm_tx *tx);
 /* Records a read of word w (lock word `seen`). Returns false, recording nothing, when the
  * read set is full. */
-static inline __attribute__((always_inline)) bool rset_try_push(tm_tx *tx, uint64_t *lock,
-                                                                uint64_t seen, uintptr_t w) {
+static inline __attribute__((always_inline)) bool rset_try_push(tm_tx *tx, uint64_t seen,
+                                                                uintptr_t w) {
   tm_rentry *last = tx->rlast;
   if (TM_UNLIKELY(last == tx->rlimit)) return false;
   tm_rentry *e = last + 1;
-  e->lock = lock;
   e->seen = seen;
   e->addr = w;
   tx->rlast = e;
@@ -76,10 +75,10 @@ static inline __attribute__((always_inline)) bool rset_try_push(tm_tx *tx, uint6
 }
 
 /* Records a read, growing the set when full; a read-only attempt records nothing. */
-static inline void rset_push(tm_tx *tx, uint64_t *lock, uint64_t seen, uintptr_t w) {
-  if (TM_UNLIKELY(!rset_try_push(tx, lock, seen, w)) && !stm_read_only(tx)) {
+static inline void rset_push(tm_tx *tx, uint64_t seen, uintptr_t w) {
+  if (TM_UNLIKELY(!rset_try_push(tx, seen, w)) && !stm_read_only(tx)) {
     stm_rset_grow(tx);
-    rset_try_push(tx, lock, seen, w);
+    rset_try_push(tx, seen, w);
   }
 }
 

@@ -26,9 +26,11 @@
 
 /* True when we read word w under r's lock at r's version. */
 static bool reads_hit_word(const tm_tx *tx, const tm_rentry *r, uintptr_t w) {
+  const uint64_t *lock = tm_ort_lock(r->addr);
   for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
     const tm_rentry *e = &tx->rset[i];
-    if (e->lock == r->lock && tm_same_version(e->seen, r->seen) && e->addr == w) return true;
+    if (e->addr == w && tm_same_version(e->seen, r->seen) && tm_ort_lock(e->addr) == lock)
+      return true;
   }
   return false;
 }
@@ -36,9 +38,10 @@ static bool reads_hit_word(const tm_tx *tx, const tm_rentry *r, uintptr_t w) {
 /* True when we read, under r's lock at r's version, a word of a stripe with tag `tag` whose
  * bit is in `bits`. */
 static bool reads_hit_summary(const tm_tx *tx, const tm_rentry *r, uint64_t tag, uint64_t bits) {
+  const uint64_t *lock = tm_ort_lock(r->addr);
   for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
     const tm_rentry *e = &tx->rset[i];
-    if (e->lock == r->lock && tm_same_version(e->seen, r->seen) &&
+    if (tm_same_version(e->seen, r->seen) && tm_ort_lock(e->addr) == lock &&
         tm_stripe_tag(e->addr >> tm_cfg.shift) == tag && (tm_word_bit(e->addr) & bits))
       return true;
   }
@@ -118,11 +121,11 @@ static tm_conflict_class classify_by_summary(const tm_tx *tx, const tm_rentry *r
 tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index) {
   if (!tm_cfg.attribution) return TM_CLASS_UNKNOWN;
   const tm_rentry *r = &tx->rset[index];
-  const uint64_t *summary = r->lock + 1;
-  uint64_t l = __atomic_load_n(r->lock, __ATOMIC_ACQUIRE);
+  const uint64_t *lock = tm_ort_lock(r->addr), *summary = lock + 1;
+  uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
   if (!(l & 1)) {
     uint64_t s = __atomic_load_n(summary, __ATOMIC_ACQUIRE);
-    if (__atomic_load_n(r->lock, __ATOMIC_ACQUIRE) != l) return TM_CLASS_UNKNOWN;
+    if (__atomic_load_n(lock, __ATOMIC_ACQUIRE) != l) return TM_CLASS_UNKNOWN;
     return classify_by_summary(tx, r, s);
   }
   const tm_wentry *head = lock_head(l);
@@ -131,11 +134,11 @@ tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index) {
     /* Someone committed over the version we read, then the stripe was locked again (by us
      * or another): the summary still describes that commit until the holder releases. */
     uint64_t s = __atomic_load_n(summary, __ATOMIC_ACQUIRE);
-    if (__atomic_load_n(r->lock, __ATOMIC_ACQUIRE) != l) return TM_CLASS_UNKNOWN;
+    if (__atomic_load_n(lock, __ATOMIC_ACQUIRE) != l) return TM_CLASS_UNKNOWN;
     return classify_by_summary(tx, r, s);
   }
   /* The owner holds the lock over the version we read: its pending writes are the cause. */
-  return classify_chain(r->lock, l, tx, r, 0);
+  return classify_chain(lock, l, tx, r, 0);
 }
 
 /* The stripe tag and word bitmap (*bits) of a chain of several entries under one lock:

@@ -118,20 +118,43 @@ typedef struct {
 } tm_irrevocable_line;
 extern tm_irrevocable_line tm_irrevocable;
 
-static inline uint64_t *tm_ort_lock(uintptr_t addr) {
-  uintptr_t i = addr >> tm_cfg.shift;
-  if (tm_cfg.hash == TM_HASH_MIX)
-    i = (uintptr_t)((i * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - tm_cfg.ort_log2));
+/* The map from a word's address to its lock, as values: a loop over many addresses (the
+ * read set's validation) takes it once, where tm_cfg's fields would be loaded again after
+ * every acquire load of a lock. */
+typedef struct tm_lock_map {
+  unsigned shift, stride, ort_log2;
+  bool mix;
+  uint64_t mask;
+  char *ort;
+} tm_lock_map;
+static inline tm_lock_map tm_lock_map_now(void) {
+  return (tm_lock_map){.shift = tm_cfg.shift,
+                       .stride = tm_cfg.ort_stride,
+                       .ort_log2 = tm_cfg.ort_log2,
+                       .mix = tm_cfg.hash == TM_HASH_MIX,
+                       .mask = tm_cfg.ort_mask,
+                       .ort = (char *)tm_cfg.ort};
+}
+static inline uint64_t *tm_lock_of(const tm_lock_map *m, uintptr_t addr) {
+  uintptr_t i = addr >> m->shift;
+  if (m->mix)
+    i = (uintptr_t)((i * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - m->ort_log2));
   else
-    i &= tm_cfg.ort_mask;
-  return (uint64_t *)((char *)tm_cfg.ort + (i << tm_cfg.ort_stride));
+    i &= m->mask;
+  return (uint64_t *)(m->ort + (i << m->stride));
+}
+static inline uint64_t *tm_ort_lock(uintptr_t addr) {
+  const tm_lock_map m = tm_lock_map_now();
+  return tm_lock_of(&m, addr);
 }
 
 /* ---- Read set and write set ---- */
-/* One entry per read of a word (tm.h's struct tm_rentry_: lock, the unlocked lock word seen,
- * the word's address for attribution). No merging: an entry costs three stores, where
- * finding the previous entry of the same stripe and merging a word bitmap into it cost more
- * than the larger read set's validation saves (docs/stm.md). */
+/* One entry per read of a word (tm.h's struct tm_rentry_: the unlocked lock word seen and
+ * the word's address, from which validation computes the lock and attribution the word).
+ * Two words, not three with the lock's address: the append is two stores, and a long read
+ * set (the list's) takes a third less cache (docs/stm.md). No merging: finding the previous
+ * entry of the same stripe and merging a word bitmap into it cost more than the larger read
+ * set's validation saves. */
 typedef struct tm_rentry_ tm_rentry;
 
 /* One written word at one nesting level. Fields other threads read (addr, next, tx, saved)
@@ -192,6 +215,13 @@ typedef struct tm_tx {
   bool fast_ort;            /* the map above is valid (shift-mask hash, shift >= ort_stride) */
   struct tm_rentry_ *rfull; /* the read set's last slot: rlimit of a logging attempt */
   tm_load_view_ *begin_fast_view; /* tm_fast_view_ for a revocable attempt (stm_thread_init) */
+  /* The newest clock value this thread has read or taken (at a begin, an extension, a
+   * commit). A block's first attempt starts its snapshot there instead of loading the clock
+   * (docs/stm.md, "Snapshots from the last clock seen"), unless fresh_begins > 0: the next
+   * fresh_begins blocks load it (set when a read-only attempt restarted, which an old
+   * snapshot makes likelier where transactions read much: the list). */
+  uint64_t clock_seen;
+  unsigned fresh_begins;
 
   unsigned depth;     /* current nesting depth (0 = outside) */
   unsigned wlevel;    /* level stamped on new write entries (depth; 1 when flat); with depth,
@@ -227,18 +257,20 @@ typedef struct tm_tx {
   /* ---- read/written by other threads ---- */
   _Alignas(TM_CACHE_LINE) uint64_t status; /* TM_STATUS_* (cm=kill) */
   uint64_t kill_class;                     /* classification the killer computed */
-  uint64_t prio;          /* start time of the first attempt (older wins under cm=kill) */
-  uint64_t attempt;       /* incremented whenever write-set entries are given up (a write
-                             attempt ended, or a child's were rolled back), before any is
-                             reused: attribution re-checks it (stm.c's wset_retire) */
-  struct tm_tx *all_next; /* list of every descriptor ever made (never freed) */
+  uint64_t prio;    /* start time of the first attempt (older wins under cm=kill) */
+  uint64_t attempt; /* incremented whenever write-set entries are given up (a write
+                       attempt ended, or a child's were rolled back), before any is
+                       reused: attribution re-checks it (stm.c's wset_retire) */
   struct tm_tx *free_next;
   bool live;
   unsigned id; /* creation order, from 1 */
   /* privatization: timestamp being written back, TM_WB_PENDING, or 0. Every write commit
-   * of every thread reads it: alone on its line, so that those reads miss only after this
-   * thread's own write commits, not after each of its begins. */
+   * of every thread reads it, then all_next to go on: the two share a line that nothing
+   * else writes, so a committer's walk misses once per descriptor, and only after that
+   * thread's own write commits (not after each of its begins, nor on `attempt`'s line). */
   _Alignas(TM_CACHE_LINE) uint64_t wb_ts;
+  struct tm_tx *all_next; /* list of every descriptor ever made (never freed); set before
+                             the descriptor is published, never changed */
   /* ---- the owner's again ---- */
   _Alignas(
       TM_CACHE_LINE) tm_level top_level; /* levels[1], in the descriptor: no load to reach it */
@@ -303,13 +335,25 @@ static inline bool stm_attempt_read_only(const tm_tx *tx, int flags, bool fresh)
   return (flags & TM_FLAG_READ_ONLY) && (fresh || !tx->read_only_off);
 }
 
-/* The stores that start every STM attempt: its mode, a snapshot at the current clock, empty
- * read and write sets (the read set off for a read-only attempt). Returns the clock value. */
-static inline __attribute__((always_inline)) uint64_t
-stm_begin_attempt(tm_tx *tx, tm_mode mode, tm_load_view_ *fast_view, bool read_only) {
+/* Blocks whose first attempt loads the clock after a read-only attempt had to restart. */
+#define TM_FRESH_BEGINS 128
+
+/* The stores that start every STM attempt: its mode, a snapshot, empty read and write sets
+ * (the read set off for a read-only attempt). Returns the snapshot's clock value: the current
+ * clock, or with `from_seen` (a block's first attempt) the last one this thread saw,
+ * clock_seen, unless fresh_begins asks for the clock. */
+static inline __attribute__((always_inline)) uint64_t stm_begin_attempt(tm_tx *tx, tm_mode mode,
+                                                                        tm_load_view_ *fast_view,
+                                                                        bool read_only,
+                                                                        bool from_seen) {
   tx->mode = mode;
   tm_fast_view_ = fast_view;
-  uint64_t now = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
+  uint64_t now = tx->clock_seen;
+  if (!from_seen || TM_UNLIKELY(tx->fresh_begins != 0)) {
+    if (from_seen) tx->fresh_begins--;
+    now = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
+    tx->clock_seen = now;
+  }
   __atomic_store_n(&tx->end, tm_snapshot_bound(now), __ATOMIC_RELAXED);
   tm_rset_truncate(tx, 0);
   tx->rlimit = read_only ? tx->rset - 1 : tx->rfull;

@@ -158,6 +158,9 @@ tm_tx *tm_thread_setup(void) {
   }
   __atomic_store_n(&tx->live, true, __ATOMIC_RELAXED);
   tx->rng = 0x9E3779B97F4A7C15ull * tx->id + (uint64_t)(uintptr_t)&tx;
+  /* The thread's first block starts from the clock of now, not from an older thread's. */
+  tx->clock_seen = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
+  tx->fresh_begins = 0;
   pthread_mutex_unlock(&threads_lock);
   tm_self = tx;
   pthread_setspecific(thread_key, tx);
@@ -291,8 +294,11 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
     lv->flags = flags;
     /* Both branches end in calls only (tail calls where this is inlined last). */
     if (TM_LIKELY(stm_begin_is_plain(tx, flags, fresh))) {
+      /* A block's first attempt may start from the last clock value seen (a logging
+       * attempt extends its snapshot when it meets a newer version, a read-only one
+       * restarts); a retry, which has just met newer versions, loads the clock. */
       stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view,
-                        stm_attempt_read_only(tx, flags, fresh));
+                        stm_attempt_read_only(tx, flags, fresh), fresh);
       run_callbacks(TM_EVENT_BEGIN, 1);
     } else {
       begin_top_other(tx, lv, flags);
@@ -534,6 +540,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
 
 void tm_abort_read_only(tm_tx *tx) {
   tx->read_only_off = true;
+  tx->fresh_begins = TM_FRESH_BEGINS;
   abort_to(tx, 1, TM_ABORT_READ_ONLY, TM_CLASS_NONE, TM_JUMP_RETRY);
 }
 
