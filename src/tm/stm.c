@@ -527,7 +527,8 @@ static void ctl_acquire(tm_tx *tx) {
 /* Releases the locks of entries [0, n) with version word `version`, each after recording
  * the commit under it for conflict attribution (the summary is stored before the release
  * that publishes it). */
-static void release_all(tm_tx *tx, size_t n, uint64_t version) {
+static inline __attribute__((always_inline)) void release_all(tm_tx *tx, size_t n,
+                                                              uint64_t version) {
   tm_wentry *ws = tx->wset;
   const bool attribution = tm_cfg.attribution;
   for (size_t i = 0; i < n; i++) {

@@ -51,7 +51,10 @@ static __attribute__((noinline)) uint64_t load_slow(tm_tx *tx, uintptr_t a, unsi
   return (lo | hi) & size_mask(size);
 }
 
-static void store_slow(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
+/* Out of line: inlined into tm_store_u64, it made that function save and restore five
+ * registers on its fast path too. */
+static __attribute__((noinline)) void store_slow(tm_tx *tx, uintptr_t a, unsigned size,
+                                                 uint64_t v) {
   if (!tx || tx->mode == TM_MODE_NONE) {
     if ((a & (size - 1)) == 0)
       plain_store(a, size, v);
