@@ -277,12 +277,22 @@ static uint64_t read_consistent(tm_tx *tx, uintptr_t w) {
 }
 
 /* Irrevocable: no other writer commits while we run (they abort at their commit), and
- * those that passed that point before hold their locks until their values are in memory. */
+ * those that passed that point before hold their locks until their values are in memory.
+ * But a revocable etl-wt writer may still lock a stripe and write in place (it aborts only
+ * at its commit, restoring the word): a value counts only if the lock word is unchanged
+ * around its read (a restore never gives back the old word, rollback_in_place), else an
+ * increment could read a value that is then rolled back. */
 static uint64_t read_irrevocable(tm_tx *tx, uintptr_t w) {
   uint64_t *lock = tm_ort_lock(w);
   uint64_t l = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
-  while ((l & 1) && !owned_by(tx, l)) l = on_locked(tx, lock, l, w, TM_ABORT_READ_LOCKED);
-  return word_read(w);
+  for (;;) {
+    while ((l & 1) && !owned_by(tx, l)) l = on_locked(tx, lock, l, w, TM_ABORT_READ_LOCKED);
+    uint64_t v = word_read(w);
+    if (l & 1) return v; /* our lock: our own value, in place */
+    uint64_t again = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
+    if (again == l) return v;
+    l = again;
+  }
 }
 
 static inline uint64_t bloom_bit(uintptr_t w) { return UINT64_C(1) << ((w >> 3) & 63); }
