@@ -632,9 +632,10 @@ static void rollback_in_place(tm_tx *tx, size_t mark) {
       if (!fresh) fresh = tm_version_word(__atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST));
       word = fresh;
       /* Our surviving reads of this stripe saw the content we restored. */
+      const tm_lock_map map = tm_lock_map_now();
       for (size_t r = 0, n = tm_rn(tx); r < n; r++)
         if (tm_same_version(tx->rset[r].seen, ws[i].saved) &&
-            tm_ort_lock(tx->rset[r].addr) == ws[i].lock)
+            tm_lock_of(&map, tx->rset[r].addr) == ws[i].lock)
           tx->rset[r].seen = word;
     }
     if (tm_cfg.attribution) tm_record_commit(ws[i].lock, NULL, ws[i].saved);

@@ -26,10 +26,11 @@
 
 /* True when we read word w under r's lock at r's version. */
 static bool reads_hit_word(const tm_tx *tx, const tm_rentry *r, uintptr_t w) {
-  const uint64_t *lock = tm_ort_lock(r->addr);
+  const tm_lock_map map = tm_lock_map_now();
+  const uint64_t *lock = tm_lock_of(&map, r->addr);
   for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
     const tm_rentry *e = &tx->rset[i];
-    if (e->addr == w && tm_same_version(e->seen, r->seen) && tm_ort_lock(e->addr) == lock)
+    if (e->addr == w && tm_same_version(e->seen, r->seen) && tm_lock_of(&map, e->addr) == lock)
       return true;
   }
   return false;
@@ -38,10 +39,11 @@ static bool reads_hit_word(const tm_tx *tx, const tm_rentry *r, uintptr_t w) {
 /* True when we read, under r's lock at r's version, a word of a stripe with tag `tag` whose
  * bit is in `bits`. */
 static bool reads_hit_summary(const tm_tx *tx, const tm_rentry *r, uint64_t tag, uint64_t bits) {
-  const uint64_t *lock = tm_ort_lock(r->addr);
+  const tm_lock_map map = tm_lock_map_now();
+  const uint64_t *lock = tm_lock_of(&map, r->addr);
   for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
     const tm_rentry *e = &tx->rset[i];
-    if (tm_same_version(e->seen, r->seen) && tm_ort_lock(e->addr) == lock &&
+    if (tm_same_version(e->seen, r->seen) && tm_lock_of(&map, e->addr) == lock &&
         tm_stripe_tag(e->addr >> tm_cfg.shift) == tag && (tm_word_bit(e->addr) & bits))
       return true;
   }

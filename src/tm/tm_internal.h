@@ -119,8 +119,8 @@ typedef struct {
 extern tm_irrevocable_line tm_irrevocable;
 
 /* The map from a word's address to its lock, as values: a loop over many addresses (the
- * read set's validation) takes it once, where tm_cfg's fields would be loaded again after
- * every acquire load of a lock. */
+ * read set's validation and attribution, a write-through rollback) takes it once, where
+ * tm_cfg's fields would be loaded again after every acquire load of a lock. */
 typedef struct tm_lock_map {
   unsigned shift, stride, ort_log2;
   bool mix;
