@@ -37,6 +37,12 @@ static inline uint64_t clock_now(void) {
 }
 
 /* ---- Set-up ---- */
+/* Descriptors made so far. stm_thread_init runs once for every descriptor, before
+ * tm_runtime.c publishes it in tm_all_descriptors(); descriptors are never freed, so the
+ * count never goes down. The privatization barrier skips its walk while it is 1
+ * (privatization_barrier). */
+static unsigned stm_descriptors;
+
 _Static_assert(offsetof(tm_tx, view) == 0 && sizeof(tm_load_view_) <= TM_CACHE_LINE,
                "the fields of the load fast path share the descriptor's first cache line");
 
@@ -79,6 +85,7 @@ void stm_thread_init(tm_tx *tx) {
   tx->wslots = calloc(tx->wslot_mask + 1, sizeof *tx->wslots);
   if (!tx->wslots) tm_fatal("cannot allocate a transaction descriptor");
   tx->wepoch = 1;
+  __atomic_fetch_add(&stm_descriptors, 1, __ATOMIC_RELAXED); /* ordered by the publication */
 }
 
 void stm_rset_grow(tm_tx *tx) {
@@ -101,18 +108,6 @@ static inline void wset_retire(tm_tx *tx) {
 static tm_wentry *wentry_alloc(tm_tx *tx) {
   if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) tm_fatal("a transaction wrote more than 2^20 words");
   return &tx->wset[tx->wn];
-}
-
-/* Fields other threads may read are stored atomically (relaxed). */
-static inline void wentry_link(tm_wentry *e, uintptr_t w, tm_tx *tx, uint64_t *lock,
-                               tm_wentry *next, uint64_t saved, unsigned level, unsigned acquired) {
-  __atomic_store_n(&e->addr, w, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->tx, tx, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->next, next, __ATOMIC_RELAXED);
-  __atomic_store_n(&e->saved, saved, __ATOMIC_RELAXED);
-  e->lock = lock;
-  e->level = level;
-  e->acquired = acquired;
 }
 
 static tm_wentry *chain_find(tm_wentry *e, uintptr_t w) {
@@ -354,7 +349,7 @@ static void etl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
       /* First store of this level to w: a new entry shadows the older one (a child's
        * abort removes it and the parent's bytes reappear). */
       tm_wentry *n = wentry_alloc(tx);
-      wentry_link(n, w, tx, lock, head, head->saved, tx->wlevel, 0);
+      wentry_fill(n, w, tx, lock, head, head->saved, tx->wlevel, 0);
       if (in_place) {
         n->value = word_read(w);
         n->mask = mask;
@@ -369,7 +364,7 @@ static void etl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
       return;
     }
     tm_wentry *n = wentry_alloc(tx);
-    wentry_link(n, w, tx, lock, NULL, l, tx->wlevel, 1);
+    wentry_fill(n, w, tx, lock, NULL, l, tx->wlevel, 1);
     n->value = value & mask;
     n->mask = mask;
     if (!__atomic_compare_exchange_n(lock, &l, locked_word(n), false, __ATOMIC_SEQ_CST,
@@ -433,7 +428,7 @@ static void ctl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
     return;
   }
   tm_wentry *n = wentry_alloc(tx);
-  wentry_link(n, w, tx, tm_ort_lock(w), NULL, 0, tx->wlevel, 0);
+  wentry_fill(n, w, tx, tm_ort_lock(w), NULL, 0, tx->wlevel, 0);
   uint64_t old = e ? e->value : 0, old_mask = e ? e->mask : 0;
   n->value = (old & ~mask) | (value & mask);
   n->mask = old_mask | mask;
@@ -556,8 +551,7 @@ static inline __attribute__((always_inline)) void release_all(tm_tx *tx, size_t 
  * our release we wait until no committer with an older (or not yet known) timestamp is
  * still writing back. Committers never wait for anything while they write back, so the
  * wait is short and cannot deadlock. */
-static void privatization_barrier(tm_tx *tx, uint64_t ts) {
-  __atomic_store_n(&tx->wb_ts, 0, __ATOMIC_RELEASE);
+static __attribute__((noinline)) void privatization_wait(tm_tx *tx, uint64_t ts) {
   for (tm_tx *d = tm_all_descriptors(); d; d = d->all_next) {
     if (d == tx) continue;
     for (unsigned i = 0;; i++) {
@@ -568,7 +562,50 @@ static void privatization_barrier(tm_tx *tx, uint64_t ts) {
   }
 }
 
-void stm_commit(tm_tx *tx) {
+/* With one descriptor in existence, ours, there is nobody to wait for, and a thread that
+ * registers concurrently cannot change that. Only a committer with a timestamp below ts
+ * must be waited for (one with a larger timestamp took it after ours and is not older; one
+ * still pending has not taken it yet, so it will get a larger one: waiting for it is only
+ * conservative). Let T2 be such a committer, timestamp ts2 < ts. Its descriptor was counted
+ * (stm_thread_init) before its thread's first transaction, so before its fetch-and-add of
+ * the clock. The clock is only ever changed by read-modify-writes (sequentially consistent,
+ * so release and acquire), hence our fetch-and-add, which comes after T2's in the clock's
+ * modification order, reads the end of a release sequence headed by T2's: T2's increment
+ * of the count happens before our load of it, which therefore sees at least 2, and we walk
+ * (and see T2's wb_ts, PENDING or ts2, by the same argument, as the walk always did). A
+ * count of 1 read after our fetch-and-add thus proves that no older committer exists. Our
+ * own wb_ts is announced and reset as always: a thread that registers later and commits
+ * after us reads it. */
+static inline __attribute__((always_inline)) void privatization_barrier(tm_tx *tx, uint64_t ts) {
+  __atomic_store_n(&tx->wb_ts, 0, __ATOMIC_RELEASE);
+  if (__atomic_load_n(&stm_descriptors, __ATOMIC_RELAXED) > 1) privatization_wait(tx, ts);
+}
+
+/* An update commit once every lock is held and the timestamp ts is taken (with wb_ts
+ * PENDING under privatization): validation unless nobody committed since our snapshot,
+ * write-back, release, the privatization barrier. */
+static __attribute__((noinline)) void commit_publish(tm_tx *tx, uint64_t ts) {
+  if (tm_snapshot_bound(ts - 1) !=
+      __atomic_load_n(&tx->end, __ATOMIC_RELAXED)) { /* commits since */
+    size_t bad = validate(tx);
+    if (bad != SIZE_MAX) {
+      tm_conflict_class cls = tm_classify_validation(tx, bad);
+      tm_abort_conflict(tx, 1, TM_ABORT_VALIDATE_COMMIT, cls);
+    }
+  }
+  if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
+  if (tx->mode != TM_MODE_ETL_WT) {
+    tm_wentry *ws = tx->wset;
+    for (size_t i = 0, n = tx->wn; i < n; i++) word_write(ws[i].addr, ws[i].value, ws[i].mask);
+  }
+  release_all(tx, tx->wn, tm_version_word(ts));
+  wset_retire(tx);
+  tx->ctl_locked = 0;
+  if (tm_cfg.privatization) privatization_barrier(tx, ts);
+}
+
+/* Every commit but stm_commit's common case. */
+static __attribute__((noinline)) void commit_general(tm_tx *tx) {
   if (tx->mode == TM_MODE_IRREVOCABLE) {
     if (tx->wn) {
       uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
@@ -594,23 +631,40 @@ void stm_commit(tm_tx *tx) {
   if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
   uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
   tx->clock_seen = ts;
-  if (tm_snapshot_bound(ts - 1) !=
-      __atomic_load_n(&tx->end, __ATOMIC_RELAXED)) { /* commits since */
-    size_t bad = validate(tx);
-    if (bad != SIZE_MAX) {
-      tm_conflict_class cls = tm_classify_validation(tx, bad);
-      tm_abort_conflict(tx, 1, TM_ABORT_VALIDATE_COMMIT, cls);
-    }
+  commit_publish(tx, ts);
+}
+
+/* The common update commit has no stack frame: etl-wb, one entry (one word written, so
+ * one lock, which that entry acquired: the lock word points to it and it ends its chain),
+ * a whole word, cm != kill, no irrevocable transaction running, a summary that
+ * tm_record_commit_word can compute (attribution off, or shift <= 7), and no commit since
+ * our snapshot (else commit_publish validates). It does what commit_general and
+ * commit_publish do for such a transaction, in the same order; ctl_locked is 0 already
+ * (only a CTL commit sets it, and resets it). */
+void stm_commit(tm_tx *tx) {
+  tm_wentry *e = tx->wset;
+  if (TM_UNLIKELY(tx->mode != TM_MODE_ETL_WB || tx->wn != 1 || e->mask != ~UINT64_C(0) ||
+                  tm_cfg.cm == TM_CM_KILL || (tm_cfg.attribution && tm_cfg.shift > 7) ||
+                  __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_SEQ_CST) != NULL)) {
+    commit_general(tx);
+    return;
   }
-  if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
-  if (tx->mode != TM_MODE_ETL_WT) {
-    tm_wentry *ws = tx->wset;
-    for (size_t i = 0, n = tx->wn; i < n; i++) word_write(ws[i].addr, ws[i].value, ws[i].mask);
+  const bool privatization = tm_cfg.privatization;
+  if (privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
+  uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
+  tx->clock_seen = ts;
+  if (TM_UNLIKELY(tm_snapshot_bound(ts - 1) != __atomic_load_n(&tx->end, __ATOMIC_RELAXED))) {
+    commit_publish(tx, ts);
+    return;
   }
-  release_all(tx, tx->wn, tm_version_word(ts));
+  if (privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
+  uintptr_t w = e->addr;
+  uint64_t *lock = e->lock;
+  word_write(w, e->value, ~UINT64_C(0));
+  if (tm_cfg.attribution) tm_record_commit_word(lock, w, e->saved);
+  __atomic_store_n(lock, tm_version_word(ts), __ATOMIC_RELEASE);
   wset_retire(tx);
-  tx->ctl_locked = 0;
-  if (tm_cfg.privatization) privatization_barrier(tx, ts);
+  if (privatization) privatization_barrier(tx, ts);
 }
 
 /* Write-through: restores the words written by entries [mark, wn) and releases (or

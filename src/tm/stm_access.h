@@ -60,6 +60,27 @@ static inline uint64_t locked_word(const tm_wentry *head) {
   return (uint64_t)(uintptr_t)head | TM_LOCKED_BITS;
 }
 
+/* Fills write-set entry e (not yet reachable from any lock word). The fields other threads
+ * may read once a lock word points here (addr, tx, next, saved: attribution and cm=kill
+ * follow lock words) are stored atomically (relaxed); the lock's CAS or release store that
+ * publishes the entry orders them. level and acquired are adjacent 32-bit fields: one 64-bit
+ * store writes both (little-endian, checked at compile time). */
+_Static_assert(offsetof(tm_wentry, acquired) == offsetof(tm_wentry, level) + sizeof(uint32_t) &&
+                   offsetof(tm_wentry, level) % sizeof(uint64_t) == 0,
+               "level and acquired form one aligned 64-bit word");
+static inline __attribute__((always_inline)) void wentry_fill(tm_wentry *e, uintptr_t w, tm_tx *tx,
+                                                              uint64_t *lock, tm_wentry *next,
+                                                              uint64_t saved, unsigned level,
+                                                              unsigned acquired) {
+  __atomic_store_n(&e->addr, w, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->tx, tx, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->next, next, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->saved, saved, __ATOMIC_RELAXED);
+  e->lock = lock;
+  uint64_t level_acquired = (uint64_t)acquired << 32 | level;
+  __builtin_memcpy((char *)e + offsetof(tm_wentry, level), &level_acquired, sizeof level_acquired);
+}
+
 void stm_rset_grow(tm_tx *tx);
 /* Records a read of word w (lock word `seen`). Returns false, recording nothing, when the
  * read set is full. */

@@ -118,15 +118,48 @@ double tm_load_double(const volatile double *addr) {
   return d;
 }
 
-void tm_store_u64(volatile uint64_t *addr, uint64_t value) {
+/* The common store, an aligned 8-byte word under etl-wb (not read-only) whose stripe is
+ * unlocked with a version inside the snapshot, has no stack frame: it fills one write-set
+ * entry as the lock's acquirer and takes the lock with one CAS, which is what etl_store
+ * (stm.c) does in that case (no chain to search, no snapshot extension: l <= end). The
+ * lock map is the inline load's (tm_fast_view_): under tm_view_off_ (outside a transaction,
+ * irrevocable, ctl-wb, the mixing hash, the lock backend) every word maps to a locked word,
+ * which is above every bound, so the one comparison l <= end also rules those out. Anything
+ * else, a failed CAS included (nothing is published before it: the entry is reused),
+ * continues in stm_store_word or store_slow (tail calls). */
+static inline __attribute__((always_inline)) void store_u64(uintptr_t a, uint64_t value) {
+  tm_load_view_ *v = tm_fast_view_;
+  if (TM_LIKELY((a & 7) == 0)) {
+    uint64_t *lock = (uint64_t *)(v->ort_base + ((a >> v->ort_rshift) & v->ort_amask));
+    uint64_t l = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
+    tm_tx *tx = tm_view_tx(v); /* dereferenced only once l <= end showed v is one */
+    if (TM_LIKELY(l <= __atomic_load_n(&v->end, __ATOMIC_RELAXED) && tx->mode == TM_MODE_ETL_WB &&
+                  !stm_read_only(tx) && tx->wn < TM_WSET_MAX)) {
+      size_t wn = tx->wn;
+      tm_wentry *n = &tx->wset[wn];
+      wentry_fill(n, a, tx, lock, NULL, l, tx->wlevel, 1);
+      n->value = value;
+      n->mask = ~UINT64_C(0);
+      if (TM_LIKELY(__atomic_compare_exchange_n(lock, &l, locked_word(n), false, __ATOMIC_SEQ_CST,
+                                                __ATOMIC_SEQ_CST))) {
+        tx->wn = wn + 1;
+        return;
+      }
+    }
+    if (v != TM_VIEW_OFF_) { /* an etl attempt of this thread's descriptor */
+      stm_store_word(tx, a, value, ~UINT64_C(0));
+      return;
+    }
+  }
   tm_tx *tx = tm_self;
-  uintptr_t a = (uintptr_t)addr;
   if (TM_LIKELY(tx && tx->mode != TM_MODE_NONE && tx->mode != TM_MODE_LOCK && (a & 7) == 0)) {
     stm_store_word(tx, a, value, ~UINT64_C(0));
     return;
   }
   store_slow(tx, a, 8, value);
 }
+
+void tm_store_u64(volatile uint64_t *addr, uint64_t value) { store_u64((uintptr_t)addr, value); }
 void tm_store_u8(volatile uint8_t *addr, uint8_t value) {
   store_slow(tm_self, (uintptr_t)addr, 1, value);
 }
@@ -137,7 +170,7 @@ void tm_store_u32(volatile uint32_t *addr, uint32_t value) {
   store_slow(tm_self, (uintptr_t)addr, 4, value);
 }
 void tm_store_ptr(void *volatile *addr, void *value) {
-  tm_store_u64((volatile uint64_t *)(volatile void *)addr, (uint64_t)(uintptr_t)value);
+  store_u64((uintptr_t)addr, (uint64_t)(uintptr_t)value);
 }
 void tm_store_float(volatile float *addr, float value) {
   uint32_t bits;
@@ -147,5 +180,5 @@ void tm_store_float(volatile float *addr, float value) {
 void tm_store_double(volatile double *addr, double value) {
   uint64_t bits;
   memcpy(&bits, &value, sizeof bits);
-  tm_store_u64((volatile uint64_t *)(volatile void *)addr, bits);
+  store_u64((uintptr_t)addr, bits);
 }

@@ -398,28 +398,38 @@ tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index);
 /* Writer side, holding `lock`: summarise the words of `head`'s chain (NULL: none) written
  * over the unlocked word `prev`. Every case (stm_attribution.c). */
 void tm_record_commit_general(uint64_t *lock, const tm_wentry *head, uint64_t prev);
-/* The same, inline for the common case of every update commit: one word under the lock
- * (a one-entry chain) in a stripe of at most 16 words. The window grows when it is not full
- * and describes that stripe (or only rollbacks: union 0), else it starts at `prev`; the
- * result is tm_record_commit_general's, computed on the packed word (test_summary). */
+/* The same, inline, for one word w under the lock (a one-entry chain) in a stripe of at
+ * most 16 words (shift <= 7): the common case of every update commit. The window grows when
+ * it is not full (count 1..7) and describes that stripe (tag equal; never TM_TAG_MIXED, which
+ * tm_stripe_tag does not return) or only rollbacks (union 0, tag not TM_TAG_MIXED), else it
+ * starts at `prev`; the result is tm_record_commit_general's, computed on the packed word
+ * (test_summary, test_summary_cases). */
+static inline void tm_record_commit_word(uint64_t *lock, uintptr_t w, uint64_t prev) {
+  uint64_t tag = tm_stripe_tag(w >> tm_cfg.shift);
+  uint64_t bits = tm_word_bit(w);                               /* never 0 */
+  uint64_t fields = tag << 32 | bits * (UINT64_C(1) << 16 | 1); /* tag, union and last bits */
+  uint64_t old = __atomic_load_n(lock + 1, __ATOMIC_RELAXED), s;
+  /* count << 8 | (old tag ^ tag): 0x100..0x700 exactly when the window holds 1..7 commits
+   * of this stripe (the usual extension: one test instead of three). */
+  uint64_t same = ((old >> 32) ^ tag) & 0xfff;
+  uint64_t count = (old >> 40) & 15, old_tag = (old >> 32) & 0xff;
+  if (((same & 0x8ff) == 0 && same != 0) ||
+      (count - 1 < TM_SUMMARY_WINDOW - 1 && old_tag != TM_TAG_MIXED &&
+       (old & UINT64_C(0xffff0000)) == 0))
+    /* base kept, count + 1, tag, union | bits, last = bits */
+    s = ((old & ~(UINT64_C(0xff) << 32 | UINT64_C(0xffff))) | fields) + (UINT64_C(1) << 40);
+  else
+    s = (tm_word_version(prev) & TM_SUMMARY_BASE_MASK) << 44 | UINT64_C(1) << 40 | fields;
+  __atomic_store_n(lock + 1, s, __ATOMIC_RELEASE);
+}
+/* Any chain (NULL: a rollback) over the unlocked word `prev`: the inline case when it
+ * applies, else tm_record_commit_general. */
 static inline void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
   if (TM_UNLIKELY(head == NULL || head->next != NULL || tm_cfg.shift > 7)) {
     tm_record_commit_general(lock, head, prev);
     return;
   }
-  uint64_t tag = tm_stripe_tag(head->addr >> tm_cfg.shift); /* never TM_TAG_MIXED */
-  uint64_t bits = tm_word_bit(head->addr);                  /* never 0 */
-  uint64_t old = __atomic_load_n(lock + 1, __ATOMIC_RELAXED), s;
-  uint64_t count = (old >> 40) & 15, old_tag = (old >> 32) & 0xff;
-  if (count - 1 < TM_SUMMARY_WINDOW - 1 && old_tag != TM_TAG_MIXED &&
-      (old_tag == tag || (old & UINT64_C(0xffff0000)) == 0))
-    /* base kept, count + 1, tag, union | bits, last = bits */
-    s = ((old & ~(UINT64_C(0xff) << 32 | UINT64_C(0xffff))) | tag << 32 | bits << 16 | bits) +
-        (UINT64_C(1) << 40);
-  else
-    s = (tm_word_version(prev) & TM_SUMMARY_BASE_MASK) << 44 | UINT64_C(1) << 40 | tag << 32 |
-        bits << 16 | bits;
-  __atomic_store_n(lock + 1, s, __ATOMIC_RELEASE);
+  tm_record_commit_word(lock, head->addr, prev);
 }
 
 /* ---- Lock backend (tm_lock.c) ---- */
