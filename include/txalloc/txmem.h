@@ -127,9 +127,10 @@ TXALLOC_API bool txmem_membarrier_in_force(void);
 /* ---- Statistics, declared once. Counters only grow; gauges are current values; bytes are
  * requested sizes for allocations and usable sizes for frees of older objects. Merged over
  * all threads, exited threads included. Another thread's hot-path counters (transactions,
- * tx_mallocs, tx_frees, speculative_bytes, balanced_*, cache_hits) are as of its last
- * top-level transaction that allocated or freed (at most 255 transactions behind); the
- * calling thread's are exact. ---- */
+ * tx_mallocs, tx_frees, speculative_bytes, speculative_frees, deferred_bytes, balanced_*,
+ * cache_hits) are published every 256 of its top-level transactions (at most 255 behind)
+ * and at its exit, its limbo_peak at each of its reclamation passes too (less than one
+ * scan batch behind); the calling thread's are exact. ---- */
 #define TXMEM_STATS_COUNTERS(X)                                                                    \
   X(transactions, "top-level transactions begun")                                                  \
   X(tx_mallocs, "allocations inside transactions")                                                 \

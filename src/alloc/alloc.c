@@ -202,22 +202,10 @@ static __attribute__((noinline)) void free_checked(void *p, const char *op) {
  * free_checked, which redoes the checks and reports. */
 TXALLOC_API void txalloc_free(void *p) {
   if (!p) return;
-  uintptr_t a = (uintptr_t)p;
-  unsigned kind = txa_kind_of(a);
-  if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
-    txa_block *b = txa_block_of(a, kind);
-    txa_heap *h = txa_tls_heap;
-    if (TXA_LIKELY(h != NULL) && atomic_load_explicit(&b->owner, memory_order_relaxed) == h &&
-        TXA_LIKELY(txa_object_index(b, a) >= 0)) {
-      uintptr_t key = b->key;
-      uintptr_t d = *(uintptr_t *)p ^ key;
-      if (TXA_LIKELY(!txa_g.free_check || (d != 0 && d - (uintptr_t)b >= txa_span_size(kind))) &&
-          TXA_LIKELY(!txa_g.secure)) {
-        txa_owner_free(h, b, p, b->class_id);
-        return;
-      }
-    }
-  }
+  unsigned kind = txa_kind_of((uintptr_t)p);
+  if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM) &&
+      TXA_LIKELY(txa_free_owned(p, kind)))
+    return;
   free_checked(p, "free");
 }
 

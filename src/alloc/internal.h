@@ -302,6 +302,31 @@ typedef struct txa_globals {
   int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
 } txa_globals;
 extern txa_globals txa_g;
+
+/* txalloc_free's common case (alloc.c), shared with txmem's release of committed frees,
+ * which knows the chunk kind from its own earlier lookup (a carved granule keeps its kind
+ * for the life of the process: region.c never uncarves). pre: p lies in a chunk of span
+ * kind `kind` (SMALL or MEDIUM). When p is an object start of a block the calling thread
+ * owns and does not look free (and not in secure mode), frees it and returns true.
+ * Otherwise does nothing and returns false: txalloc_free's checked path must take p
+ * (remote frees, bad and double frees, which it reports). */
+static inline bool txa_free_owned(void *p, unsigned kind) {
+  uintptr_t a = (uintptr_t)p;
+  txa_block *b = txa_block_of(a, kind);
+  txa_heap *h = txa_tls_heap;
+  if (TXA_LIKELY(h != NULL) && atomic_load_explicit(&b->owner, memory_order_relaxed) == h &&
+      TXA_LIKELY(txa_object_index(b, a) >= 0)) {
+    uintptr_t key = b->key;
+    uintptr_t d = *(uintptr_t *)p ^ key;
+    if (TXA_LIKELY(!txa_g.free_check || (d != 0 && d - (uintptr_t)b >= txa_span_size(kind))) &&
+        TXA_LIKELY(!txa_g.secure)) {
+      txa_owner_free(h, b, p, b->class_id);
+      return true;
+    }
+  }
+  return false;
+}
+
 /* 0 none; (pid << 2) | 1 running; (pid << 2) | 2 ready but fork handlers being registered
  * (only the initialising thread proceeds); TXA_INIT_DONE (init.c). */
 #define TXA_INIT_DONE 3

@@ -163,11 +163,31 @@ static void merge_child_frees(txmem_thread *t, const txmem_level *child,
   t->commit_len = w;
 }
 
-/* Top-level commit of a transaction that allocated or freed. */
-static __attribute__((noinline)) void commit_top_logs(txmem_thread *t) {
+/* Top-level commit of a transaction whose undo log has indexed entries. */
+static __attribute__((noinline)) void commit_top_indexed(txmem_thread *t) {
   txmem_undo_reset(t);
-  if (t->commit_len) {
-    size_t n = t->commit_len;
+  size_t n = t->commit_len;
+  if (n) {
+    t->commit_len = 0;
+    txmem_epoch_release_committed(t, t->commit, n);
+  }
+}
+
+/* Top-level commit of a transaction that allocated or freed: its allocations become
+ * permanent (the undo log is forgotten, I4) and its speculative frees are released. Inline
+ * and ending in tail calls: without indexed entries (at most TXMEM_INDEX_PENDING
+ * allocations) forgetting the log is three stores, with no call. */
+static inline void commit_top_logs(txmem_thread *t) {
+  if (TXMEM_UNLIKELY(t->index_count != 0)) {
+    commit_top_indexed(t);
+    return;
+  }
+  /* txmem_undo_reset without an index to clear */
+  t->undo_len = 0;
+  t->undo_dead = 0;
+  t->indexed_upto = 0;
+  size_t n = t->commit_len;
+  if (n) {
     t->commit_len = 0;
     txmem_epoch_release_committed(t, t->commit, n);
   }
@@ -248,6 +268,12 @@ static inline void *tx_malloc(txmem_thread *t, size_t size) {
   return p;
 }
 
+/* Appends ptr to a full commit log (out of line: the frees' fast paths stay frameless). */
+static __attribute__((noinline)) void commit_push_grow(txmem_thread *t, void *ptr) {
+  t->commit = txmem_meta_grow(t->commit, &t->commit_cap, sizeof *t->commit, t->commit_len + 1);
+  t->commit[t->commit_len++] = ptr;
+}
+
 static inline void tx_free(txmem_thread *t, void *ptr) {
   t->hot[TXMEM_HOT_tx_frees]++;
   if (t->txalloc) {
@@ -264,8 +290,10 @@ static inline void tx_free(txmem_thread *t, void *ptr) {
       return;
     }
   }
-  if (TXMEM_UNLIKELY(t->commit_len == t->commit_cap))
-    t->commit = txmem_meta_grow(t->commit, &t->commit_cap, sizeof *t->commit, t->commit_len + 1);
+  if (TXMEM_UNLIKELY(t->commit_len == t->commit_cap)) {
+    commit_push_grow(t, ptr);
+    return;
+  }
   t->commit[t->commit_len++] = ptr;
 }
 
@@ -339,6 +367,17 @@ void txmem_free(void *ptr) {
     t->hot[TXMEM_HOT_balanced_recycles]++;
     t->hot[TXMEM_HOT_balanced_bytes] += size;
     release_own(ptr, size);
+    return;
+  }
+  /* Fast path (txalloc): the current level has no undo entry (undo_len == cur_undo_start),
+   * so by I2 no live entry has a seq >= cur_seq: ptr cannot be balanced, and tx_free would
+   * find it speculative after its lookup. Append it to the commit log (the common case of
+   * a transaction that frees an object allocated before it, such as a set's remove). */
+  size_t c = t->commit_len;
+  if (TXMEM_LIKELY(n == t->cur_undo_start && c < t->commit_cap)) {
+    t->commit[c] = ptr;
+    t->commit_len = c + 1;
+    t->hot[TXMEM_HOT_tx_frees]++;
     return;
   }
   tx_free_cold(t, ptr);

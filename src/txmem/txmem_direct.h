@@ -16,7 +16,9 @@
  *   txmem_direct_usable    txalloc_owner_of and txalloc_usable_size of an object freed by a
  *                          committed transaction, with one region-map lookup instead of
  *                          two (txmem_backend_usable; the limbo keeps the owner for the
- *                          release, txmem_backend_release_as).
+ *                          release, txmem_backend_release_as); txmem_direct_usable_block,
+ *                          its small/medium case alone, without any call (the commit's
+ *                          frameless path, txmem_epoch.c).
  *
  * Both keep the allocator's own bookkeeping (per-class alloc/free counters, `used`, the
  * empty-block release) exactly as its fast paths do: the free is the allocator's own
@@ -77,6 +79,27 @@ static inline bool txmem_direct_usable(const void *p, size_t *usable) {
   *usable = kind == TXA_KIND_LARGE ? txa_large_usable(p) : 0; /* else reserved or metadata */
   return true;
 }
+
+/* txmem_direct_usable's common case alone, with no call on any path: p in a chunk of
+ * txalloc's small or medium blocks gives TXMEM_REL_SMALL or TXMEM_REL_MEDIUM (its release,
+ * txmem_release_limbo), with *usable as txmem_direct_usable gives it; anything else (large,
+ * foreign, reserved, metadata) gives TXMEM_REL_FOREIGN, and the caller asks
+ * txmem_backend_usable. */
+static inline unsigned txmem_direct_usable_block(const void *p, size_t *usable) {
+  uintptr_t a = (uintptr_t)p;
+  unsigned kind = txa_kind_of(a);
+  if (TXMEM_UNLIKELY(kind != TXA_KIND_SMALL && kind != TXA_KIND_MEDIUM)) return TXMEM_REL_FOREIGN;
+  const txa_block *b = txa_block_of(a, kind);
+  *usable = txa_object_index(b, a) >= 0 ? b->size : 0;
+  return kind == TXA_KIND_SMALL ? TXMEM_REL_SMALL : TXMEM_REL_MEDIUM;
+}
+
+/* The owner-side free of a limbo entry in a txalloc chunk of known kind; false: declined. */
+static inline bool txmem_direct_release_block(void *p, unsigned release) {
+  /* One copy per kind: the span's size and mask become constants. */
+  return release == TXMEM_REL_SMALL ? txa_free_owned(p, TXA_KIND_SMALL)
+                                    : txa_free_owned(p, TXA_KIND_MEDIUM);
+}
 #else
 #define TXMEM_DIRECT_SMALL_MAX ((size_t)0)
 static inline void *txmem_direct_take(size_t size) {
@@ -88,6 +111,16 @@ static inline bool txmem_direct_usable(const void *p, size_t *usable) {
   if (txalloc_owner_of(p) == TXALLOC_NOT_OURS) return false;
   *usable = txalloc_usable_size(p);
   return true;
+}
+static inline unsigned txmem_direct_usable_block(const void *p, size_t *usable) {
+  (void)p;
+  (void)usable;
+  return TXMEM_REL_FOREIGN;
+}
+static inline bool txmem_direct_release_block(void *p, unsigned release) {
+  (void)p;
+  (void)release;
+  return false;
 }
 #endif
 
@@ -111,6 +144,14 @@ static inline void txmem_backend_release_as(txmem_thread *t, void *ptr, bool txa
     txalloc_free(ptr);
   else
     txmem_backend_release_foreign(t, ptr);
+}
+
+/* The release of a limbo entry (TXMEM_REL_*). */
+static inline void txmem_release_limbo(txmem_thread *t, void *ptr, unsigned release) {
+  if (TXMEM_LIKELY(release >= TXMEM_REL_SMALL) &&
+      TXMEM_LIKELY(txmem_direct_release_block(ptr, release)))
+    return;
+  txmem_backend_release_as(t, ptr, release != TXMEM_REL_FOREIGN);
 }
 
 #endif

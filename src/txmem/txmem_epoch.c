@@ -221,39 +221,70 @@ static uint64_t safe_epoch_bound(txmem_thread *t, uint64_t oldest, bool patient)
   return running;
 }
 
-static void limbo_gauges(txmem_thread *t) {
+/* The limbo's size, published at every change (two stores: other threads' statistics see
+ * it at once). */
+static inline void limbo_size_gauges(txmem_thread *t) {
   txmem_record *r = t->rec;
   __atomic_store_n(&r->limbo_objects, t->limbo_len, __ATOMIC_RELAXED);
   __atomic_store_n(&r->limbo_bytes, t->limbo_bytes, __ATOMIC_RELAXED);
+}
+
+/* ... and its peak: at every pass (the limbo only grows between passes, so its length when
+ * a pass begins is the largest since the one before) and with the hot counters. */
+void txmem_limbo_gauges(txmem_thread *t) {
+  limbo_size_gauges(t);
+  txmem_record *r = t->rec;
   if (t->limbo_len > r->limbo_peak)
     __atomic_store_n(&r->limbo_peak, t->limbo_len, __ATOMIC_RELAXED);
 }
 
-/* Appends an entry without an epoch yet (publish_limbo tags it); size and txalloc are
- * txmem_backend_usable's answers. */
-static void limbo_push(txmem_thread *t, void *ptr, size_t size, bool txalloc) {
-  if (t->limbo_len == t->limbo_cap) {
-    /* Grow the ring and unwrap it: entries [head, cap) then [0, head). */
-    size_t old_cap = t->limbo_cap;
-    size_t new_cap = old_cap ? old_cap * 2 : 256;
-    txmem_limbo_entry *n = malloc(new_cap * sizeof *n);
-    if (!n) txmem_contract_error("out of memory for the limbo", 0, t->depth);
-    size_t first = old_cap - t->limbo_head;
-    if (first > t->limbo_len) first = t->limbo_len;
-    if (t->limbo_len) {
-      memcpy(n, t->limbo + t->limbo_head, first * sizeof *n);
-      memcpy(n + first, t->limbo, (t->limbo_len - first) * sizeof *n);
-    }
-    free(t->limbo);
-    t->limbo = n;
-    t->limbo_cap = new_cap;
-    t->limbo_head = 0;
+/* Makes room for n more entries: grows the ring (a power of two) and unwraps it, entries
+ * [head, cap) then [0, head). */
+static __attribute__((noinline)) void limbo_reserve(txmem_thread *t, size_t n) {
+  size_t old_cap = t->limbo_cap;
+  size_t new_cap = old_cap ? old_cap * 2 : 256;
+  while (new_cap - t->limbo_len < n) new_cap *= 2;
+  txmem_limbo_entry *e = malloc(new_cap * sizeof *e);
+  if (!e) txmem_contract_error("out of memory for the limbo", 0, t->depth);
+  size_t first = old_cap - t->limbo_head;
+  if (first > t->limbo_len) first = t->limbo_len;
+  if (t->limbo_len) {
+    memcpy(e, t->limbo + t->limbo_head, first * sizeof *e);
+    memcpy(e + first, t->limbo, (t->limbo_len - first) * sizeof *e);
   }
-  t->limbo[(t->limbo_head + t->limbo_len) & (t->limbo_cap - 1)] =
-      (txmem_limbo_entry){.ptr = ptr, .size = size, .txalloc = txalloc, .epoch = 0};
-  t->limbo_len++;
-  t->limbo_unpublished++;
-  t->limbo_bytes += size;
+  free(t->limbo);
+  t->limbo = e;
+  t->limbo_cap = new_cap;
+  t->limbo_head = 0;
+}
+
+/* Appends ptrs[0..n) without an epoch yet (publish_limbo tags them before any pass reads
+ * one), each with txmem_backend_usable's answers: the one lookup of the pointer, whose
+ * verdict (TXMEM_REL_TXALLOC or TXMEM_REL_FOREIGN) the release follows. Returns their
+ * bytes. The caller tests for a pass (limbo_due). */
+static inline uint64_t limbo_append(txmem_thread *t, void *const *ptrs, size_t n) {
+  if (TXMEM_UNLIKELY(t->limbo_cap - t->limbo_len < n)) limbo_reserve(t, n);
+  txmem_limbo_entry *limbo = t->limbo;
+  size_t mask = t->limbo_cap - 1, tail = t->limbo_head + t->limbo_len;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool txalloc;
+    size_t size = txmem_backend_usable(ptrs[i], &txalloc);
+    limbo[(tail + i) & mask] = (txmem_limbo_entry){
+        .ptr = ptrs[i], .size = size, .release = txalloc ? TXMEM_REL_TXALLOC : TXMEM_REL_FOREIGN};
+    bytes += size;
+  }
+  t->limbo_len += n;
+  t->limbo_unpublished += n;
+  t->limbo_bytes += bytes;
+  limbo_size_gauges(t);
+  return bytes;
+}
+
+/* A pass is due: a batch accumulated, or the limbo passed the high-water mark
+ * (limbo_next_scan <= limbo_max + 1, set by reclaim_pass). */
+static inline bool limbo_due(const txmem_thread *t) {
+  return t->limbo_len >= t->limbo_next_scan || t->limbo_bytes >= t->limbo_next_scan_bytes;
 }
 
 /* Tags the entries pushed since the last publication with E = fetch_add(g_epoch, 1): the
@@ -279,7 +310,7 @@ static void release_orphans(txmem_thread *t, uint64_t safe_below, bool wait_for_
   uint64_t bytes = 0;
   for (size_t i = 0; i < g_orphan_len; i++) {
     if (g_orphans[i].epoch < safe_below) {
-      txmem_backend_release_as(t, g_orphans[i].ptr, g_orphans[i].txalloc);
+      txmem_release_limbo(t, g_orphans[i].ptr, g_orphans[i].release);
       bytes += g_orphans[i].size;
       released++;
     } else {
@@ -329,21 +360,30 @@ static uint64_t reclaim_pass(txmem_thread *t, unsigned flags) {
   uint64_t safe_below = safe_epoch_bound(t, oldest, patient);
   if (safe_below > tagged_below) safe_below = tagged_below;
   txmem_count(t, TXMEM_C_reclaim_scans, 1);
-  size_t released = 0;
-  while (t->limbo_len) {
-    txmem_limbo_entry *e = &t->limbo[t->limbo_head];
-    if (e->epoch >= safe_below) break; /* FIFO: later entries are no older */
-    txmem_backend_release_as(t, e->ptr, e->txalloc);
-    t->limbo_bytes -= e->size;
-    t->limbo_head = (t->limbo_head + 1) & (t->limbo_cap - 1);
-    t->limbo_len--;
-    released++;
+  /* The limbo only grew since the last pass: its peak is its length now (or earlier). */
+  txmem_limbo_gauges(t);
+  /* The ring in locals: the releases (txalloc_free, the process's free, the wrap-cache)
+   * never touch the limbo. */
+  txmem_limbo_entry *limbo = t->limbo;
+  size_t mask = t->limbo_cap - 1, head = t->limbo_head, len = t->limbo_len, released = 0;
+  uint64_t bytes = 0;
+  /* FIFO: the epochs never decrease, so the first entry not yet safe ends the pass. */
+  for (; released < len && limbo[head].epoch < safe_below; released++) {
+    txmem_limbo_entry e = limbo[head];
+    head = (head + 1) & mask;
+    bytes += e.size;
+    txmem_release_limbo(t, e.ptr, e.release);
   }
+  t->limbo_head = head;
+  t->limbo_len = len -= released;
+  t->limbo_bytes -= bytes;
   txmem_count(t, TXMEM_C_reclaimed, released);
   release_orphans(t, safe_below, flags & PASS_WAIT_ORPHANS);
-  t->limbo_next_scan = t->limbo_len + SCAN_BATCH;
+  /* One test per commit (limbo_due) covers the batch and the high-water mark. */
+  t->limbo_next_scan =
+      len + SCAN_BATCH <= txmem_cfg.limbo_max ? len + SCAN_BATCH : txmem_cfg.limbo_max + 1;
   t->limbo_next_scan_bytes = t->limbo_bytes + SCAN_BATCH_BYTES;
-  limbo_gauges(t);
+  txmem_limbo_gauges(t);
   return safe_below;
 }
 
@@ -355,13 +395,9 @@ static void call_stale_hook(uint64_t epoch) {
   if (hook) hook(epoch, arg);
 }
 
-/* The limbo grew: scan when a batch accumulated; wait when over the high-water mark.
- * Called outside any transaction (depth 0; the thread's scans skip its own record). */
-static void limbo_grew(txmem_thread *t) {
-  limbo_gauges(t);
-  if (t->limbo_len < t->limbo_next_scan && t->limbo_bytes < t->limbo_next_scan_bytes &&
-      t->limbo_len <= txmem_cfg.limbo_max)
-    return;
+/* A pass is due (limbo_due): scan; wait when over the high-water mark. Called outside any
+ * transaction (depth 0; the thread's scans skip its own record). */
+static __attribute__((noinline)) void limbo_scan(txmem_thread *t) {
   /* Over the high-water mark, nothing may wait for a later pass. */
   reclaim_pass(t, t->limbo_len <= txmem_cfg.limbo_max ? PASS_PATIENT : 0);
   if (t->limbo_len <= txmem_cfg.limbo_max) return;
@@ -373,24 +409,83 @@ static void limbo_grew(txmem_thread *t) {
   }
 }
 
-void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n) {
+/* The commit's frees ptrs[0..n), any strategy and any pointer: released at once without
+ * safe reuse, else appended to the limbo. Counts them; scans when a pass is due. */
+static __attribute__((noinline)) void release_committed_slow(txmem_thread *t, void **ptrs,
+                                                             size_t n) {
   uint64_t bytes = 0;
-  bool txalloc;
   if (!txmem_cfg.safe_reuse) {
     for (size_t i = 0; i < n; i++) {
+      bool txalloc;
       bytes += txmem_backend_usable(ptrs[i], &txalloc);
       txmem_backend_release_as(t, ptrs[i], txalloc);
     }
   } else {
-    for (size_t i = 0; i < n; i++) {
-      size_t size = txmem_backend_usable(ptrs[i], &txalloc);
-      bytes += size;
-      limbo_push(t, ptrs[i], size, txalloc);
-    }
+    bytes = limbo_append(t, ptrs, n);
   }
-  txmem_count(t, TXMEM_C_speculative_frees, n);
-  txmem_count(t, TXMEM_C_deferred_bytes, bytes);
-  if (txmem_cfg.safe_reuse) limbo_grew(t);
+  t->hot[TXMEM_HOT_speculative_frees] += n;
+  t->hot[TXMEM_HOT_deferred_bytes] += bytes;
+  if (txmem_cfg.safe_reuse && limbo_due(t)) limbo_scan(t);
+}
+
+/* Stores the entry of ptr at ring position `at` when ptr lies in a chunk of txalloc's small
+ * or medium blocks (txmem_direct_usable_block: one region-map lookup, no call), adding its
+ * size to *bytes; false for any other pointer (nothing stored). */
+static inline bool limbo_put_block(txmem_thread *t, size_t at, void *ptr, uint64_t *bytes) {
+  size_t size;
+  unsigned release = txmem_direct_usable_block(ptr, &size);
+  if (TXMEM_UNLIKELY(release == TXMEM_REL_FOREIGN)) return false;
+  /* No epoch yet: publish_limbo tags the entry before any pass reads it. */
+  t->limbo[at & (t->limbo_cap - 1)] =
+      (txmem_limbo_entry){.ptr = ptr, .size = size, .release = release};
+  *bytes += size;
+  return true;
+}
+
+/* Counts the n entries of `bytes` bytes that a commit appended. */
+static inline void limbo_appended(txmem_thread *t, size_t n, uint64_t bytes) {
+  t->limbo_len += n;
+  t->limbo_unpublished += n;
+  t->limbo_bytes += bytes;
+  limbo_size_gauges(t);
+  t->hot[TXMEM_HOT_speculative_frees] += n;
+  t->hot[TXMEM_HOT_deferred_bytes] += bytes;
+}
+
+/* txmem_epoch_release_committed with n != 1 (the ring has room): the pointers into
+ * txalloc's blocks up to the first other one, then the rest through
+ * release_committed_slow; the entries before it stay appended and counted, in order. */
+static __attribute__((noinline)) void release_committed_many(txmem_thread *t, void **ptrs,
+                                                             size_t n) {
+  size_t tail = t->limbo_head + t->limbo_len, i = 0;
+  uint64_t bytes = 0;
+  while (i < n && limbo_put_block(t, tail + i, ptrs[i], &bytes)) i++;
+  limbo_appended(t, i, bytes);
+  if (TXMEM_UNLIKELY(i < n))
+    release_committed_slow(t, ptrs + i, n - i);
+  else if (TXMEM_UNLIKELY(limbo_due(t)))
+    limbo_scan(t);
+}
+
+/* The common case, one free into txalloc's blocks (a set's remove), makes no call but its
+ * tail calls, so it needs no stack frame: safe reuse, the txalloc strategy, room in the
+ * ring. */
+void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n) {
+  if (TXMEM_UNLIKELY(!txmem_cfg.safe_reuse || !t->txalloc || t->limbo_cap - t->limbo_len < n)) {
+    release_committed_slow(t, ptrs, n);
+    return;
+  }
+  if (TXMEM_UNLIKELY(n != 1)) {
+    release_committed_many(t, ptrs, n);
+    return;
+  }
+  uint64_t bytes = 0;
+  if (TXMEM_UNLIKELY(!limbo_put_block(t, t->limbo_head + t->limbo_len, ptrs[0], &bytes))) {
+    release_committed_slow(t, ptrs, 1);
+    return;
+  }
+  limbo_appended(t, 1, bytes);
+  if (TXMEM_UNLIKELY(limbo_due(t))) limbo_scan(t);
 }
 
 void txmem_epoch_retire_one(txmem_thread *t, void *ptr) {
@@ -398,10 +493,8 @@ void txmem_epoch_retire_one(txmem_thread *t, void *ptr) {
     txmem_backend_release(t, ptr);
     return;
   }
-  bool txalloc;
-  size_t size = txmem_backend_usable(ptr, &txalloc);
-  limbo_push(t, ptr, size, txalloc);
-  limbo_grew(t);
+  limbo_append(t, &ptr, 1);
+  if (limbo_due(t)) limbo_scan(t);
 }
 
 void txmem_epoch_flush(txmem_thread *t) {
@@ -437,7 +530,7 @@ void txmem_epoch_thread_exit(txmem_thread *t) {
   t->limbo_bytes = 0;
   t->limbo_head = 0;
   t->limbo_next_scan = t->limbo_next_scan_bytes = 0; /* as a new thread's: its first free scans */
-  limbo_gauges(t);
+  txmem_limbo_gauges(t);
 }
 
 /* fork: the forking thread holds both locks across the fork, so neither the orphan list

@@ -78,11 +78,15 @@ enum {
 
 /* Counters of the hot paths live in the thread (plain increments) and are published into
  * the record every 256 top-level transactions, at thread exit and when the thread itself
- * reads the statistics. Top-level begins are counted in txmem_thread.tx_pending first. */
+ * reads the statistics (txmem_hot_publish, which also publishes the limbo gauges). Top-level
+ * begins are counted in txmem_thread.tx_pending first. */
 #define TXMEM_HOT_COUNTERS(X)                                                                      \
   X(transactions)                                                                                  \
   X(tx_mallocs)                                                                                    \
-  X(tx_frees) X(speculative_bytes) X(balanced_recycles) X(balanced_bytes) X(cache_hits)
+  X(tx_frees)                                                                                      \
+  X(speculative_bytes)                                                                             \
+  X(balanced_recycles)                                                                             \
+  X(balanced_bytes) X(cache_hits) X(speculative_frees) X(deferred_bytes)
 enum {
 #define TXMEM_HOT_ID_(name) TXMEM_HOT_##name,
   TXMEM_HOT_COUNTERS(TXMEM_HOT_ID_)
@@ -107,7 +111,11 @@ typedef struct txmem_record {
   _Atomic uint64_t fence_next;
   _Atomic int in_use;
   struct txmem_record *_Atomic next;
-  /* Written only by the owning thread, with relaxed atomic stores. */
+  /* Written only by the owning thread, with relaxed atomic stores. limbo_objects and
+   * limbo_bytes follow every change of the limbo; limbo_peak is published at every
+   * reclamation pass and with the hot counters (txmem_limbo_gauges), not at every push:
+   * the limbo only grows between passes and each pass notes its length before releasing,
+   * so the peak lags by less than one batch and is exact at each publication. */
   uint64_t counters[TXMEM_C_COUNT_];
   uint64_t limbo_objects, limbo_bytes, limbo_peak;
 } txmem_record;
@@ -131,18 +139,28 @@ typedef struct txmem_index_slot {
   size_t pos;
 } txmem_index_slot;
 
+/* Where a limbo entry's object goes at its release (txmem_limbo_entry.release). */
+enum {
+  TXMEM_REL_FOREIGN = 0, /* the strategy's own release: the process's free, or the wrap-cache */
+  TXMEM_REL_TXALLOC = 1, /* txalloc_free (large objects, pointers that start no object) */
+  /* In a chunk of txalloc's small (medium) blocks: the allocator's owner-side free with that
+   * span kind (txa_free_owned: no second region-map lookup, a granule keeps its kind), or
+   * txalloc_free when it declines (remote, bad or double free: checked and reported). */
+  TXMEM_REL_SMALL = 2,
+  TXMEM_REL_MEDIUM = 3,
+};
+
 typedef struct txmem_limbo_entry {
   void *ptr;
-  /* Usable size (the byte statistics), and where the release takes the object, decided by
-   * the one lookup at the push (txmem_direct.h): txalloc set, txalloc_free; clear,
-   * the strategy's own release (the process's free, or the wrap-cache). A live object's
-   * owner cannot change before this release; a pointer that named no live object (a bad
-   * free) keeps the push's verdict: txalloc_free reports it, as it would have then. */
-  uint64_t size : 63;
-  uint64_t txalloc : 1;
+  /* Usable size (the byte statistics), and where the release takes the object (TXMEM_REL_*),
+   * decided by the one lookup at the push (txmem_direct.h). A live object's owner cannot
+   * change before this release; a pointer that named no live object (a bad free) keeps the
+   * push's verdict: txalloc_free reports it, as it would have then. */
+  uint64_t size : 62;
+  uint64_t release : 2;
   uint64_t epoch;
 } txmem_limbo_entry;
-_Static_assert(sizeof(txmem_limbo_entry) == 24, "the flag must not grow limbo entries");
+_Static_assert(sizeof(txmem_limbo_entry) == 24, "the release code must not grow limbo entries");
 
 #define TXMEM_CACHE_CLASSES 64 /* 16-byte classes up to 1 KiB */
 #define TXMEM_CACHE_DEPTH 64   /* objects per class */
@@ -191,8 +209,10 @@ typedef struct txmem_thread {
 
   txmem_limbo_entry *limbo; /* ring buffer, capacity a power of two */
   size_t limbo_head, limbo_len, limbo_cap, limbo_bytes;
-  size_t limbo_next_scan, limbo_next_scan_bytes; /* a pass when either is reached */
-  size_t limbo_unpublished;                      /* newest entries, not yet tagged with an epoch */
+  /* A pass when either is reached. limbo_next_scan is also at most limbo_max + 1, so that
+   * one test per commit covers the high-water mark too (txmem_epoch.c). */
+  size_t limbo_next_scan, limbo_next_scan_bytes;
+  size_t limbo_unpublished; /* newest entries, not yet tagged with an epoch */
 
   void **cache;                              /* wrap-cache: [class][depth] */
   unsigned cache_count[TXMEM_CACHE_CLASSES]; /* objects in each class */
@@ -311,8 +331,12 @@ static inline void txmem_epoch_leave(txmem_thread *t) {
   uint64_t a = atomic_load_explicit(&r->announce, memory_order_relaxed);
   atomic_store_explicit(&r->announce, a & t->leave_keep, memory_order_release);
 }
-/* Releases the top-level commit's speculative frees: at once, or through the limbo. */
+/* Releases the top-level commit's speculative frees: at once, or through the limbo. Counts
+ * them (hot counters speculative_frees and deferred_bytes). */
 void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n);
+/* Publishes the thread's limbo gauges (objects, bytes, peak) into its record (the
+ * statistics' gauges; objects and bytes are also published at every push and pass). */
+void txmem_limbo_gauges(txmem_thread *t);
 void txmem_epoch_retire_one(txmem_thread *t, void *ptr);
 void txmem_epoch_flush(txmem_thread *t);
 void txmem_epoch_thread_exit(txmem_thread *t); /* hands the limbo to the orphans */

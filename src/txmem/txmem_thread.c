@@ -103,6 +103,7 @@ void txmem_hot_publish(txmem_thread *t) {
   t->tx_pending = 0;
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++)
     __atomic_store_n(&t->rec->counters[hot_to_counter[i]], t->hot[i], __ATOMIC_RELAXED);
+  txmem_limbo_gauges(t); /* the peak: pushes publish only the limbo's size */
 }
 
 txmem_thread *txmem_thread_setup(txmem_thread *t) {

@@ -14,7 +14,11 @@
  *     the region map says there.
  * txmem_backend_usable (the strategy's view) is checked too: the process's objects never go
  * to txalloc and count malloc_usable_size, under every strategy; txalloc's objects go to
- * txalloc with the txalloc strategy. Runs once per strategy (CMakeLists.txt). */
+ * txalloc with the txalloc strategy. So is txmem_direct_usable_block, the commit's
+ * call-free lookup: on addresses in chunks of small (medium) blocks it must give
+ * TXMEM_REL_SMALL (TXMEM_REL_MEDIUM) and txmem_direct_usable's size, elsewhere
+ * TXMEM_REL_FOREIGN (the commit then asks txmem_backend_usable): a wrong code would send
+ * the limbo's release to the wrong span size. Runs once per strategy (CMakeLists.txt). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -45,6 +49,17 @@ static void check_address(const void *p, const char *what, bool process) {
   if (ours && want_ours)
     CHECKF(usable == txalloc_usable_size(p), "%s %p: direct usable %zu, txalloc_usable_size %zu",
            what, p, usable, txalloc_usable_size(p));
+  unsigned kind = txa_kind_of((uintptr_t)p);
+  size_t block_usable = 12345;
+  unsigned release = txmem_direct_usable_block(opaque(p), &block_usable);
+  unsigned want_release = kind == TXA_KIND_SMALL    ? TXMEM_REL_SMALL
+                          : kind == TXA_KIND_MEDIUM ? TXMEM_REL_MEDIUM
+                                                    : TXMEM_REL_FOREIGN;
+  CHECKF(release == want_release, "%s %p: direct block release %u, want %u (kind %u)", what, p,
+         release, want_release, kind);
+  if (release != TXMEM_REL_FOREIGN && want_release != TXMEM_REL_FOREIGN)
+    CHECKF(block_usable == txalloc_usable_size(p), "%s %p: direct block usable %zu, want %zu", what,
+           p, block_usable, txalloc_usable_size(p));
   /* The strategy's view (only where it cannot hand a stray address to malloc_usable_size):
    * txalloc's pointers go to txalloc under its strategy, the process's never. */
   bool via_txalloc = !process;
@@ -81,6 +96,7 @@ int main(void) {
       txmem_direct_usable(opaque(early), &dummy) || txmem_direct_usable(opaque(&local), &dummy) ||
       txmem_direct_usable(opaque(static_data), &dummy) || txmem_direct_usable(NULL, &dummy);
   CHECK(!early_ours);
+  CHECK(txmem_direct_usable_block(opaque(early), &dummy) == TXMEM_REL_FOREIGN);
   check_address(early, "early malloc", true);
   check_one(&local, "stack");
   check_one(static_data, "static");

@@ -13,7 +13,15 @@
  *   3. Orphans keep the decision: a thread frees a foreign object and one of its own in a
  *      transaction while an older transaction of the main thread holds them back, exits
  *      (handing both over, with safe reuse), and the main thread's flush releases them
- *      without a report. */
+ *      without a report.
+ *   4. txalloc strategy: the release of a small or medium object (the allocator's
+ *      owner-side free with the span kind the commit found, no second region-map lookup)
+ *      still checks the object: a small and a medium object freed by two committed
+ *      transactions are reported as double frees at their second release, in commit
+ *      order; an object freed outside transactions after its transactional free, before
+ *      its release, is reported once (at the release with safe reuse, at the plain free
+ *      without); a small and a medium object another thread allocated (and still owns)
+ *      go back to it as remote frees, without a report. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,11 +164,69 @@ static void test_orphans(void) {
   CHECKF(calls == 0, "orphans: %d allocator reports (first: %s)", calls, messages[0]);
 }
 
+/* ---- 4. double frees and remote frees through the limbo ---- */
+static _Atomic int owner_phase;
+static void *owned[2]; /* a small and a medium object of the owner thread */
+
+static void *owner_thread(void *arg) {
+  (void)arg;
+  owned[0] = txalloc_malloc(48);
+  owned[1] = txalloc_malloc(5000); /* medium: above the largest small class (1 KiB) */
+  atomic_store(&owner_phase, 1);
+  while (atomic_load(&owner_phase) < 2) sched_yield(); /* keeps its heap while they go back */
+  return NULL;
+}
+
+static void test_double_and_remote(void) {
+  if (txmem_get_strategy() != TXMEM_TXALLOC) return;
+  calls = 0;
+  void *objs[2] = {txmem_malloc(48), txmem_malloc(5000)};
+  CHECK(objs[0] && objs[1]);
+  size_t bytes = txalloc_usable_size(objs[0]) + txalloc_usable_size(objs[1]);
+  commit_frees(objs, 2, bytes, "double, first");
+  commit_frees(objs, 2, bytes, "double, second"); /* the size does not depend on liveness */
+  txmem_flush();
+  check_limbo_empty("double");
+  CHECKF(calls == 2, "double frees: %d allocator reports, want 2", calls);
+  for (int i = 0; i < 2 && i < calls; i++)
+    CHECKF(kinds[i] == TXALLOC_ERROR_DOUBLE_FREE && ptrs[i] == objs[i],
+           "double free report %d: kind %d, %p (want %p): %s", i, (int)kinds[i], ptrs[i], objs[i],
+           messages[i]);
+
+  calls = 0;
+  void *p = txmem_malloc(48);
+  CHECK(p != NULL);
+  commit_frees(&p, 1, txalloc_usable_size(p), "freed again");
+  txmem_free(p); /* outside: with safe reuse p is still live here, its release is the 2nd */
+  txmem_flush();
+  /* p's block is its bin's current one: it stays, and the second free finds p on its list */
+  CHECKF(calls == 1 && ptrs[0] == p && kinds[0] == TXALLOC_ERROR_DOUBLE_FREE,
+         "freed again before its release: %d reports (first: kind %d, %p, want %p)", calls,
+         (int)kinds[0], ptrs[0], p);
+
+  calls = 0;
+  atomic_store(&owner_phase, 0);
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, owner_thread, NULL) == 0);
+  while (atomic_load(&owner_phase) < 1) sched_yield();
+  txalloc_stats a0, a1;
+  txalloc_stats_get(&a0);
+  commit_frees(owned, 2, txalloc_usable_size(owned[0]) + txalloc_usable_size(owned[1]), "remote");
+  txmem_flush();
+  txalloc_stats_get(&a1);
+  CHECKF(calls == 0, "remote: %d allocator reports (first: %s)", calls, messages[0]);
+  CHECKF(a1.remote_frees - a0.remote_frees == 2, "remote: %llu remote frees, want 2",
+         (unsigned long long)(a1.remote_frees - a0.remote_frees));
+  atomic_store(&owner_phase, 2);
+  pthread_join(t, NULL);
+}
+
 int main(void) {
   txalloc_set_error_hook(record, NULL);
   test_foreign();
   test_interior();
   test_orphans();
+  test_double_and_remote();
   txalloc_set_error_hook(NULL, NULL);
   return check_exit();
 }

@@ -4,6 +4,8 @@
  *   Figures 5 and 7, exactly, with a child or top-level abort injected at every point:
  *     which objects are released when, which survive, contents of survivors intact;
  *   a speculatively freed object survives an abort unchanged (flat and nested);
+ *   how each path of txmem_free classifies a free (balanced or speculative), and that a
+ *     commit forgets the undo log's index;
  *   privatization and publication; calloc; the depth queries;
  *   a randomized differential test of nested begin/commit/abort with malloc/free against a
  *     model of closed nesting (contents of every visible object checked at every step,
@@ -560,12 +562,62 @@ static void test_transaction_count(void) {
   CHECK(txmem_depth() == 0);
 }
 
+/* txalloc: each free goes where its level's undo log says, whichever path classifies it
+ * (txmem.c): the newest entry (balanced), an older or indexed entry of the level
+ * (balanced), an object the level did not allocate while the level has no undo entry
+ * (speculative, without a lookup), the same while it has entries (speculative, after the
+ * lookup); and a commit forgets the log's index, so an object the previous transaction
+ * allocated (and indexed) is speculative in the next. */
+static void test_free_classification(void) {
+  if (!balanced) return;
+  enum { N = 9 }; /* the 9th allocation indexes the first 8 (TXMEM_INDEX_PENDING) */
+  start();
+  void *old = txmem_malloc(64);
+  fill(old, 64, 1);
+  txmem_stats s0 = stats_now();
+  txmem_tx_begin(1);
+  void *made[N];
+  for (int i = 0; i < N; i++) fill(made[i] = txmem_malloc(64), 64, 10 + (uint64_t)i);
+  txmem_free(made[8]); /* the newest: balanced, and every entry left is indexed */
+  txmem_free(made[0]); /* indexed, the level's: balanced */
+  txmem_tx_begin(2);
+  txmem_free(made[1]); /* the child has no entry: speculative at once */
+  txmem_free(old);     /* the same, an object older than the transaction */
+  txmem_tx_abort(2);   /* both frees forgotten */
+  CHECK(intact(made[1], 64, 11) && intact(old, 64, 1));
+  txmem_tx_begin(2);
+  txmem_free(made[1]); /* speculative in the child ... */
+  txmem_tx_commit(2);  /* ... balanced once it committed into level 1 */
+  txmem_tx_commit(1);  /* the undo log and its index are forgotten */
+  txmem_stats s1 = stats_now();
+  CHECKF(s1.balanced_recycles - s0.balanced_recycles == 3, "%llu balanced, want 3",
+         (unsigned long long)(s1.balanced_recycles - s0.balanced_recycles));
+  CHECK(s1.speculative_frees == s0.speculative_frees);
+  txmem_tx_begin(1);
+  void *fresh = txmem_malloc(64); /* the level has an entry: the next free looks up */
+  txmem_free(made[5]);            /* allocated (and indexed) by the previous transaction */
+  txmem_free(old);                /* speculative after the lookup too */
+  txmem_free(fresh);              /* balanced */
+  txmem_tx_commit(1);
+  txmem_stats s2 = stats_now();
+  CHECKF(s2.speculative_frees - s1.speculative_frees == 2, "%llu speculative, want 2",
+         (unsigned long long)(s2.speculative_frees - s1.speculative_frees));
+  CHECK(s2.balanced_recycles - s1.balanced_recycles == 1);
+  for (int i = 2; i < N - 1; i++) {
+    if (i == 5) continue;
+    CHECK(intact(made[i], 64, 10 + (uint64_t)i));
+    txmem_free(made[i]);
+  }
+  CHECK_LIVE(0);
+}
+
 static void scenarios(void) {
   test_outside_and_depth();
   test_figure4();
   test_figure3();
   test_figure3_nested();
   test_speculative_free_survives_abort();
+  test_free_classification();
   for (int inject = 0; inject <= 5; inject++) figure5(inject);
   for (int inject = 0; inject <= 4; inject++) figure7(inject);
   test_privatization_publication_calloc();
