@@ -70,6 +70,7 @@ void stm_thread_init(tm_tx *tx) {
           ? &tx->view
           : TM_VIEW_OFF_;
   tx->plain_begin = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.cm != TM_CM_KILL;
+  tx->plain_commit = tm_cfg.cm != TM_CM_KILL && !(tm_cfg.attribution && tm_cfg.shift > 7);
   const size_t rcap = 1024;
   tx->rset = malloc((rcap + 1) * sizeof *tx->rset);
   if (tx->rset) {
@@ -108,12 +109,6 @@ static inline void wset_retire(tm_tx *tx) {
 static tm_wentry *wentry_alloc(tm_tx *tx) {
   if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) tm_fatal("a transaction wrote more than 2^20 words");
   return &tx->wset[tx->wn];
-}
-
-static tm_wentry *chain_find(tm_wentry *e, uintptr_t w) {
-  for (; e; e = e->next)
-    if (e->addr == w) return e;
-  return NULL;
 }
 
 /* ---- Validation and snapshot extension ---- */
@@ -228,15 +223,6 @@ static uint64_t on_locked(tm_tx *tx, uint64_t *lock, uint64_t l, uintptr_t w,
 }
 
 /* ---- Loads ---- */
-
-/* The word from a stripe we hold: write-back keeps our bytes in the chain. */
-static uint64_t read_own(const tm_tx *tx, uint64_t l, uintptr_t w) {
-  if (tx->mode != TM_MODE_ETL_WB) return word_read(w);
-  tm_wentry *e = chain_find(lock_head(l), w);
-  if (!e) return word_read(w);
-  if (e->mask == ~UINT64_C(0)) return e->value;
-  return (word_read(w) & ~e->mask) | (e->value & e->mask);
-}
 
 /* A consistent read of word w (adds it to the read set). */
 static uint64_t read_consistent(tm_tx *tx, uintptr_t w) {
@@ -545,6 +531,33 @@ static inline __attribute__((always_inline)) void release_all(tm_tx *tx, size_t 
   }
 }
 
+/* Write-back commit (etl-wb, ctl-wb), every lock held and ts taken: writes the buffered
+ * words back and releases every lock with version word `version`, in one pass over the
+ * entries in order. A lock's chain holds entries in the order they were made (etl_store and
+ * ctl_acquire push each new entry as the head; a child's rollback unlinks its newest ones
+ * and truncates the set), so its head, which the lock word points to, is its last entry in
+ * the set: when the pass reaches it, every word written under the lock holds its final
+ * value (I2), and the summary is recorded from it (its `saved` is the acquirer's). Entries
+ * of one word are all in its lock's chain and are written oldest first, so the newest
+ * (merged) value is the one that stays. */
+static inline __attribute__((always_inline)) void write_back_release(tm_tx *tx, uint64_t version) {
+  tm_wentry *ws = tx->wset;
+  /* 0: no summaries; 1: inline (stripes of at most 16 words); 2: the general case */
+  const unsigned summary = !tm_cfg.attribution ? 0 : tm_cfg.shift <= 7 ? 1 : 2;
+  for (size_t i = 0, n = tx->wn; i < n; i++) {
+    tm_wentry *e = &ws[i];
+    word_write(e->addr, e->value, e->mask);
+    uint64_t *lock = e->lock;
+    /* Our own lock word: only we change it while we hold it. */
+    if (__atomic_load_n(lock, __ATOMIC_RELAXED) != locked_word(e)) continue; /* not the head */
+    if (summary == 1)
+      tm_record_commit_chain(lock, e, e->saved);
+    else if (summary)
+      tm_record_commit_general(lock, e, e->saved);
+    __atomic_store_n(lock, version, __ATOMIC_RELEASE);
+  }
+}
+
 /* Privatization safety for write-back: a transaction with an older timestamp may still be
  * writing back when we have committed; if our commit made some memory private (unlinked
  * it), our thread may then read it without the STM and must see those writes. So after
@@ -594,11 +607,10 @@ static __attribute__((noinline)) void commit_publish(tm_tx *tx, uint64_t ts) {
     }
   }
   if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
-  if (tx->mode != TM_MODE_ETL_WT) {
-    tm_wentry *ws = tx->wset;
-    for (size_t i = 0, n = tx->wn; i < n; i++) word_write(ws[i].addr, ws[i].value, ws[i].mask);
-  }
-  release_all(tx, tx->wn, tm_version_word(ts));
+  if (tx->mode != TM_MODE_ETL_WT)
+    write_back_release(tx, tm_version_word(ts));
+  else
+    release_all(tx, tx->wn, tm_version_word(ts));
   wset_retire(tx);
   tx->ctl_locked = 0;
   if (tm_cfg.privatization) privatization_barrier(tx, ts);
@@ -634,19 +646,47 @@ static __attribute__((noinline)) void commit_general(tm_tx *tx) {
   commit_publish(tx, ts);
 }
 
+/* An etl-wb update commit of several entries, or of one partial word, when cm != kill, the
+ * summaries are inline (tx->plain_commit) and no irrevocable transaction runs (stm_commit
+ * checked both while holding every lock): what commit_general and commit_publish do for it,
+ * in the same order, without their tests and one of their frames; ctl_locked is 0 already
+ * (only a CTL commit sets it, and resets it). */
+static __attribute__((noinline)) void commit_wb(tm_tx *tx) {
+  if (tx->wn == 0) return; /* read-only: consistent at `end` (LSA), nothing to publish */
+  const bool privatization = tm_cfg.privatization;
+  /* Announce the commit before taking the timestamp (the RMW orders the store). */
+  if (privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
+  uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
+  tx->clock_seen = ts;
+  if (TM_UNLIKELY(tm_snapshot_bound(ts - 1) != __atomic_load_n(&tx->end, __ATOMIC_RELAXED))) {
+    commit_publish(tx, ts); /* commits since our snapshot: validate first */
+    return;
+  }
+  if (privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
+  write_back_release(tx, tm_version_word(ts));
+  wset_retire(tx);
+  if (privatization) privatization_barrier(tx, ts);
+}
+
 /* The common update commit has no stack frame: etl-wb, one entry (one word written, so
  * one lock, which that entry acquired: the lock word points to it and it ends its chain),
- * a whole word, cm != kill, no irrevocable transaction running, a summary that
- * tm_record_commit_word can compute (attribution off, or shift <= 7), and no commit since
- * our snapshot (else commit_publish validates). It does what commit_general and
- * commit_publish do for such a transaction, in the same order; ctl_locked is 0 already
- * (only a CTL commit sets it, and resets it). */
+ * a whole word, cm != kill and a summary that tm_record_commit_word can compute
+ * (attribution off, or shift <= 7: tx->plain_commit), no irrevocable transaction running,
+ * and no commit since our snapshot (else commit_publish validates). It does what
+ * commit_general and commit_publish do for such a transaction, in the same order;
+ * ctl_locked is 0 already (only a CTL commit sets it, and resets it). The other etl-wb
+ * commits with tx->plain_commit go on in commit_wb, every other one in commit_general. */
 void stm_commit(tm_tx *tx) {
   tm_wentry *e = tx->wset;
-  if (TM_UNLIKELY(tx->mode != TM_MODE_ETL_WB || tx->wn != 1 || e->mask != ~UINT64_C(0) ||
-                  tm_cfg.cm == TM_CM_KILL || (tm_cfg.attribution && tm_cfg.shift > 7) ||
+  /* All our locks are held (sequentially consistent CAS); an irrevocable transaction that
+   * set the flag before this load waits for them, one that sets it later sees them. */
+  if (TM_UNLIKELY(tx->mode != TM_MODE_ETL_WB || !tx->plain_commit ||
                   __atomic_load_n(&tm_irrevocable.owner, __ATOMIC_SEQ_CST) != NULL)) {
     commit_general(tx);
+    return;
+  }
+  if (TM_UNLIKELY(tx->wn != 1 || e->mask != ~UINT64_C(0))) {
+    commit_wb(tx);
     return;
   }
   const bool privatization = tm_cfg.privatization;

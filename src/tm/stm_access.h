@@ -60,6 +60,30 @@ static inline uint64_t locked_word(const tm_wentry *head) {
   return (uint64_t)(uintptr_t)head | TM_LOCKED_BITS;
 }
 
+/* The newest entry for word w in the chain from e (the lock's newest entry), or NULL. A
+ * child's first store to a word creates an entry that shadows the older ones and holds the
+ * merged bytes of every level (etl_store), so the newest entry is the word's whole story. */
+static inline tm_wentry *chain_find(tm_wentry *e, uintptr_t w) {
+  for (; e; e = e->next)
+    if (e->addr == w) return e;
+  return NULL;
+}
+
+/* The word w of a stripe whose lock we hold (lock word l), as this transaction sees it:
+ * etl-wb buffers our bytes in the lock's chain, merged over memory (which nobody else
+ * changes while we hold the lock: I1, stm.c); the other designs that hold locks during the
+ * attempt (etl-wt, irrevocable) have them in memory. No read-set entry: nobody else can
+ * change the stripe until our attempt ends, and its version was inside the snapshot when we
+ * took the lock (etl_store extends otherwise). */
+static inline __attribute__((always_inline)) uint64_t read_own(const tm_tx *tx, uint64_t l,
+                                                               uintptr_t w) {
+  if (tx->mode != TM_MODE_ETL_WB) return word_read(w);
+  tm_wentry *e = chain_find(lock_head(l), w);
+  if (!e) return word_read(w);
+  if (TM_LIKELY(e->mask == ~UINT64_C(0))) return e->value;
+  return (word_read(w) & ~e->mask) | (e->value & e->mask);
+}
+
 /* Fills write-set entry e (not yet reachable from any lock word). The fields other threads
  * may read once a lock word points here (addr, tx, next, saved: attribution and cm=kill
  * follow lock words) are stored atomically (relaxed); the lock's CAS or release store that

@@ -22,7 +22,7 @@
  */
 #include "tm/stm_access.h"
 
-#define CHAIN_WALK_MAX 64
+#define CHAIN_WALK_MAX TM_CHAIN_WALK_MAX
 
 /* True when we read word w under r's lock at r's version. */
 static bool reads_hit_word(const tm_tx *tx, const tm_rentry *r, uintptr_t w) {

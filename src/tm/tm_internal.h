@@ -238,6 +238,8 @@ typedef struct tm_tx {
   bool read_only_off;     /* the block's later attempts keep a read set (a read-only attempt
                              aborted with TM_ABORT_READ_ONLY) */
   bool plain_begin;       /* stm backend and cm != kill (stm_begin_is_plain) */
+  bool plain_commit;      /* cm != kill, and the summaries inline (attribution off or shift <= 7):
+                             stm_commit's frameless paths may apply (stm_thread_init) */
   bool irrevocable_stat;  /* this attempt counts as irrevocable (lock backend) */
   uint64_t bloom;         /* CTL: bit (addr >> 3) & 63 of each written word */
   size_t ctl_locked;      /* CTL commit: entries [0, ctl_locked) have been linked into locks (0
@@ -398,15 +400,19 @@ tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index);
 /* Writer side, holding `lock`: summarise the words of `head`'s chain (NULL: none) written
  * over the unlocked word `prev`. Every case (stm_attribution.c). */
 void tm_record_commit_general(uint64_t *lock, const tm_wentry *head, uint64_t prev);
-/* The same, inline, for one word w under the lock (a one-entry chain) in a stripe of at
- * most 16 words (shift <= 7): the common case of every update commit. The window grows when
- * it is not full (count 1..7) and describes that stripe (tag equal; never TM_TAG_MIXED, which
- * tm_stripe_tag does not return) or only rollbacks (union 0, tag not TM_TAG_MIXED), else it
- * starts at `prev`; the result is tm_record_commit_general's, computed on the packed word
- * (test_summary, test_summary_cases). */
-static inline void tm_record_commit_word(uint64_t *lock, uintptr_t w, uint64_t prev) {
-  uint64_t tag = tm_stripe_tag(w >> tm_cfg.shift);
-  uint64_t bits = tm_word_bit(w);                               /* never 0 */
+/* Chains longer than this are not walked by other threads (attribution gives UNKNOWN) nor
+ * summarised word by word (TM_TAG_MIXED). */
+#define TM_CHAIN_WALK_MAX 64
+/* The same, inline, for the words `bits` (a non-empty 16-bit map) of one stripe with tag `tag`
+ * written under the lock, in stripes of at most 16 words (shift <= 7): the common case of
+ * every update commit. The window grows when it is not full (count 1..7) and describes that
+ * stripe (tag equal; never TM_TAG_MIXED, which tm_stripe_tag does not return) or only
+ * rollbacks (union 0, tag not TM_TAG_MIXED), else it starts at `prev`; the result is
+ * tm_record_commit_general's, computed on the packed word (test_summary,
+ * test_summary_cases): with bits != 0 and tag != TM_TAG_MIXED the general rule's test is
+ * exactly this one, its new tag is `tag`, its union old | bits and its last `bits`. */
+static inline void tm_record_commit_bits(uint64_t *lock, uint64_t tag, uint64_t bits,
+                                         uint64_t prev) {
   uint64_t fields = tag << 32 | bits * (UINT64_C(1) << 16 | 1); /* tag, union and last bits */
   uint64_t old = __atomic_load_n(lock + 1, __ATOMIC_RELAXED), s;
   /* count << 8 | (old tag ^ tag): 0x100..0x700 exactly when the window holds 1..7 commits
@@ -422,14 +428,38 @@ static inline void tm_record_commit_word(uint64_t *lock, uintptr_t w, uint64_t p
     s = (tm_word_version(prev) & TM_SUMMARY_BASE_MASK) << 44 | UINT64_C(1) << 40 | fields;
   __atomic_store_n(lock + 1, s, __ATOMIC_RELEASE);
 }
-/* Any chain (NULL: a rollback) over the unlocked word `prev`: the inline case when it
- * applies, else tm_record_commit_general. */
+/* One word w under the lock (a one-entry chain), shift <= 7. */
+static inline void tm_record_commit_word(uint64_t *lock, uintptr_t w, uint64_t prev) {
+  tm_record_commit_bits(lock, tm_stripe_tag(w >> tm_cfg.shift), tm_word_bit(w), prev);
+}
+/* Any chain (NULL: a rollback) over the unlocked word `prev`: inline when the stripe has at
+ * most 16 words and the chain's words (one entry, or up to TM_CHAIN_WALK_MAX entries, as
+ * tm_record_commit_general walks them) lie in one stripe, else tm_record_commit_general. */
+static inline void tm_record_commit_chain(uint64_t *lock, const tm_wentry *head, uint64_t prev);
 static inline void tm_record_commit(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
-  if (TM_UNLIKELY(head == NULL || head->next != NULL || tm_cfg.shift > 7)) {
+  if (TM_UNLIKELY(head == NULL || tm_cfg.shift > 7)) {
     tm_record_commit_general(lock, head, prev);
     return;
   }
-  tm_record_commit_word(lock, head->addr, prev);
+  tm_record_commit_chain(lock, head, prev);
+}
+/* The same for a chain (head not NULL) in stripes of at most 16 words (shift <= 7). */
+static inline void tm_record_commit_chain(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
+  if (TM_LIKELY(head->next == NULL)) {
+    tm_record_commit_word(lock, head->addr, prev);
+    return;
+  }
+  uintptr_t stripe = head->addr >> tm_cfg.shift;
+  uint64_t bits = 0;
+  unsigned steps = 0;
+  for (const tm_wentry *e = head; e; e = e->next) {
+    if ((e->addr >> tm_cfg.shift) != stripe || ++steps > TM_CHAIN_WALK_MAX) {
+      tm_record_commit_general(lock, head, prev); /* TM_TAG_MIXED */
+      return;
+    }
+    bits |= tm_word_bit(e->addr);
+  }
+  tm_record_commit_bits(lock, tm_stripe_tag(stripe), bits, prev);
 }
 
 /* ---- Lock backend (tm_lock.c) ---- */

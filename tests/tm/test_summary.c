@@ -4,9 +4,10 @@
  * tm_record_commit_general leaves, from every summary state: windows of every count
  * (0, growing, full, and counts no commit writes), the same stripe's tag or another's,
  * TM_TAG_MIXED, rollback-only windows (union 0). Run at shifts 3, 5 and 7 (CMakeLists.txt),
- * where a stripe has 1, 4 and 16 words; other shifts, chains and rollbacks take the general
- * function in both. Also checks a few results by their meaning, so that both cannot be
- * wrong the same way. Deterministic: a fixed pseudo-random sequence. */
+ * where a stripe has 1, 4 and 16 words; other shifts and rollbacks take the general
+ * function in both. The same for chains of several entries (one stripe, several stripes,
+ * words repeated, longer than TM_CHAIN_WALK_MAX). Also checks a few results by their meaning, so
+ * that both cannot be wrong the same way. Deterministic: a fixed pseudo-random sequence. */
 #include "tm/tm_internal.h"
 #include "tm_test.h"
 
@@ -72,6 +73,38 @@ int main(void) {
   }
   printf("extended %u, restarted %u of 200000\n", extended, restarted);
   CHECK(extended > 10000 && restarted > 10000); /* both branches were compared */
+
+  /* Chains of several entries (tm_record_commit's inline walk): 2..6 entries in one stripe
+   * (words repeated, as a child's shadowing entries leave them), sometimes one in another
+   * stripe (TM_TAG_MIXED), and chains longer than TM_CHAIN_WALK_MAX (TM_TAG_MIXED too). */
+  static tm_wentry chain[TM_CHAIN_WALK_MAX + 2];
+  memset(chain, 0, sizeof chain);
+  unsigned chains_extended = 0, chains_mixed = 0;
+  for (int i = 0; i < 100000; i++) {
+    uintptr_t stripe = (uintptr_t)(rng_next() & 0x7ffffffffff8ull) >> shift << shift;
+    uint64_t r = rng_next();
+    size_t n = i % 500 == 0 ? TM_CHAIN_WALK_MAX + 1 + (r & 1) : 2 + (r >> 8) % 5;
+    for (size_t k = 0; k < n; k++) {
+      chain[k].addr = stripe + 8 * (rng_next() % (shift >= 7 ? 16 : 1u << (shift - 3)));
+      chain[k].next = k + 1 < n ? &chain[k + 1] : NULL;
+    }
+    if ((r >> 16) % 8 == 0) chain[(r >> 24) % n].addr ^= (uintptr_t)1 << shift; /* another stripe */
+    uint64_t old = some_summary(stripe);
+    uint64_t prev = tm_version_word(rng_next() >> 24);
+    inline_pair[1] = general_pair[1] = old;
+    tm_record_commit(inline_pair, chain, prev);
+    tm_record_commit_general(general_pair, chain, prev);
+    if (inline_pair[1] != general_pair[1]) {
+      CHECKF(0, "chain of %zu at %#lx, summary %#llx: inline %#llx, general %#llx", n,
+             (unsigned long)stripe, (unsigned long long)old, (unsigned long long)inline_pair[1],
+             (unsigned long long)general_pair[1]);
+      break;
+    }
+    if (((inline_pair[1] >> 40) & 15) > 1) chains_extended++;
+    if (((inline_pair[1] >> 32) & 0xff) == TM_TAG_MIXED) chains_mixed++;
+  }
+  printf("chains: extended %u, mixed %u of 100000\n", chains_extended, chains_mixed);
+  CHECK(chains_extended > 5000 && chains_mixed > 5000);
 
   /* By meaning: a fresh lock starts a window at prev's version with the word's bit. */
   entry.addr = 0x10000 + 8 * 1; /* word 1 of its stripe at shift >= 4, word 0 at shift 3 */
