@@ -182,8 +182,8 @@ struct tm_rentry_ {
   uint64_t ort_amask;                                                                              \
   char *ort_base;                                                                                  \
   uint64_t end; /* snapshot bound, as a lock word */                                               \
-  /* read set: entries rset[0..], rlast the newest (rset - 1: empty), rlimit the last slot         \
-   * (rset - 1: a read-only attempt, which records no reads) */                                    \
+  /* read set: entries rset[0..], rlast the newest (rset - 1: empty), rlimit the last slot; a      \
+   * read-only attempt's is scratch that nothing reads (src/tm/tm_internal.h, stm_read_only) */    \
   struct tm_rentry_ *rset, *rlast, *rlimit;
 typedef struct tm_load_view_ {
   TM_LOAD_VIEW_FIELDS_
@@ -210,11 +210,9 @@ static inline __attribute__((always_inline)) int tm_load_try_(tm_load_view_ *v, 
         last[1].seen = l;
         last[1].addr = w;
         v->rlast = last + 1;
-      } else if (v->rlimit >= v->rset) {
-        return 0; /* the read set is full: the library grows it */
-      }           /* else a read-only attempt: no read set (rlimit == rset - 1) */
-      *out = value;
-      return 1;
+        *out = value;
+        return 1;
+      } /* the read set is full: the library grows it (or, read-only, empties it) */
     }
   }
   return 0;

@@ -72,6 +72,7 @@ void stm_thread_init(tm_tx *tx) {
   tx->plain_begin = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.cm != TM_CM_KILL;
   tx->plain_commit = tm_cfg.cm != TM_CM_KILL && !(tm_cfg.attribution && tm_cfg.shift > 7);
   const size_t rcap = 1024;
+  _Static_assert(TM_RO_SCRATCH <= 1024, "a read-only attempt's scratch fits the initial read set");
   tx->rset = malloc((rcap + 1) * sizeof *tx->rset);
   if (tx->rset) {
     tx->rset++; /* rset[-1]: where rlast points when the set is empty */

@@ -119,10 +119,14 @@ static inline __attribute__((always_inline)) bool rset_try_push(tm_tx *tx, uint6
   return true;
 }
 
-/* Records a read, growing the set when full; a read-only attempt records nothing. */
+/* Records a read, growing the set when full; a read-only attempt, whose set is scratch
+ * (stm_read_only), empties it instead. */
 static inline void rset_push(tm_tx *tx, uint64_t seen, uintptr_t w) {
-  if (TM_UNLIKELY(!rset_try_push(tx, seen, w)) && !stm_read_only(tx)) {
-    stm_rset_grow(tx);
+  if (TM_UNLIKELY(!rset_try_push(tx, seen, w))) {
+    if (stm_read_only(tx))
+      tm_rset_truncate(tx, 0);
+    else
+      stm_rset_grow(tx);
     rset_try_push(tx, seen, w);
   }
 }

@@ -110,7 +110,6 @@ static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
           v->rlast = last + 1;
           return value;
         }
-        if (v->rlimit < v->rset) return value; /* a read-only attempt: no read set */
       } /* else changed meanwhile, or the read set is full: the general path */
     } else if (v != TM_VIEW_OFF_ && (l & 1) && owned_by(tm_view_tx(v), l)) {
       return read_own(tm_view_tx(v), l, a);
