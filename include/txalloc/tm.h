@@ -195,10 +195,16 @@ TXALLOC_API extern __thread tm_load_view_ *tm_fast_view_ __attribute__((tls_mode
 TXALLOC_API extern const tm_load_view_ tm_view_off_;
 #define TM_VIEW_OFF_ ((tm_load_view_ *)&tm_view_off_)
 
+/* The lock word of w in the view's map (tm_view_off_: its one locked word). */
+static inline __attribute__((always_inline)) uint64_t *tm_view_lock_(const tm_load_view_ *v,
+                                                                     uintptr_t w) {
+  return (uint64_t *)(v->ort_base + ((w >> v->ort_rshift) & v->ort_amask));
+}
+
 /* Stores the word at w (8-aligned) in *out and returns 1 when the fast path applies. */
 static inline __attribute__((always_inline)) int tm_load_try_(tm_load_view_ *v, uintptr_t w,
                                                               uint64_t *out) {
-  uint64_t *lock = (uint64_t *)(v->ort_base + ((w >> v->ort_rshift) & v->ort_amask));
+  uint64_t *lock = tm_view_lock_(v, w);
   uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
   /* A locked word (bit 63 set) is above every bound: one test for "unlocked, in the
    * snapshot". */

@@ -107,8 +107,10 @@ static inline void wset_retire(tm_tx *tx) {
   __atomic_store_n(&tx->attempt, tx->attempt + 1, __ATOMIC_RELEASE);
 }
 
+static _Noreturn void wset_overflow(void) { tm_fatal("a transaction wrote more than 2^20 words"); }
+
 static tm_wentry *wentry_alloc(tm_tx *tx) {
-  if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) tm_fatal("a transaction wrote more than 2^20 words");
+  if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) wset_overflow();
   return &tx->wset[tx->wn];
 }
 
@@ -320,32 +322,26 @@ static void etl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
         l = on_locked(tx, lock, l, w, TM_ABORT_WRITE_LOCKED);
         continue;
       }
+      if (!in_place) {
+        if (!wb_store_held(tx, lock, l, w, value, mask)) wset_overflow();
+        return;
+      }
+      /* In place: the entry keeps the undo bytes, memory gets ours. */
       tm_wentry *head = lock_head(l);
       tm_wentry *e = chain_find(head, w);
       if (e && e->level == tx->wlevel) { /* this level wrote the word already */
-        if (in_place) {
-          e->value = (e->value & e->mask) | (word_read(w) & ~e->mask);
-          e->mask |= mask;
-          word_write(w, value, mask);
-        } else {
-          e->value = (e->value & ~mask) | (value & mask);
-          e->mask |= mask;
-        }
+        e->value = (e->value & e->mask) | (word_read(w) & ~e->mask);
+        e->mask |= mask;
+        word_write(w, value, mask);
         return;
       }
       /* First store of this level to w: a new entry shadows the older one (a child's
-       * abort removes it and the parent's bytes reappear). */
+       * abort removes it and the older undo bytes reappear). */
       tm_wentry *n = wentry_alloc(tx);
       wentry_fill(n, w, tx, lock, head, head->saved, tx->wlevel, 0);
-      if (in_place) {
-        n->value = word_read(w);
-        n->mask = mask;
-        word_write(w, value, mask);
-      } else {
-        uint64_t old = e ? e->value : 0, old_mask = e ? e->mask : 0;
-        n->value = (old & ~mask) | (value & mask);
-        n->mask = old_mask | mask;
-      }
+      n->value = word_read(w);
+      n->mask = mask;
+      word_write(w, value, mask);
       tx->wn++;
       __atomic_store_n(lock, locked_word(n), __ATOMIC_RELEASE);
       return;

@@ -105,6 +105,33 @@ static inline __attribute__((always_inline)) void wentry_fill(tm_wentry *e, uint
   __builtin_memcpy((char *)e + offsetof(tm_wentry, level), &level_acquired, sizeof level_acquired);
 }
 
+/* Write-back store of the bytes `mask` of word w into a stripe whose lock (word l) this
+ * attempt holds (etl-wb). If this level has an entry for w (the chain's newest for it), the
+ * bytes go into it; else a new entry shadows the older ones, holding their bytes merged
+ * with these (a child's abort unlinks it and theirs reappear), and the lock word points to
+ * it. False, with nothing done, when the write set is full. */
+static inline __attribute__((always_inline)) bool
+wb_store_held(tm_tx *tx, uint64_t *lock, uint64_t l, uintptr_t w, uint64_t value, uint64_t mask) {
+  tm_wentry *head = lock_head(l);
+  tm_wentry *e = chain_find(head, w);
+  if (e && e->level == tx->wlevel) {
+    e->value = (e->value & ~mask) | (value & mask);
+    e->mask |= mask;
+    return true;
+  }
+  size_t wn = tx->wn;
+  if (TM_UNLIKELY(wn >= TM_WSET_MAX)) return false;
+  tm_wentry *n = &tx->wset[wn];
+  wentry_fill(n, w, tx, lock, head, head->saved, tx->wlevel, 0);
+  uint64_t old = e ? e->value : 0, old_mask = e ? e->mask : 0;
+  n->value = (old & ~mask) | (value & mask);
+  n->mask = old_mask | mask;
+  tx->wn = wn + 1;
+  /* Publishes the filled entry (attribution and cm=kill follow lock words). */
+  __atomic_store_n(lock, locked_word(n), __ATOMIC_RELEASE);
+  return true;
+}
+
 void stm_rset_grow(tm_tx *tx);
 /* Records a read of word w (lock word `seen`). Returns false, recording nothing, when the
  * read set is full. */

@@ -81,40 +81,25 @@ static __attribute__((noinline)) void store_slow(tm_tx *tx, uintptr_t a, unsigne
   stm_store_word(tx, w + 8, v >> ((8 - off) * 8), m >> ((8 - off) * 8));
 }
 
-/* The lock word of w in the inline paths' map (tm.h's tm_load_try_). */
-static inline uint64_t *view_lock(const tm_load_view_ *v, uintptr_t w) {
-  return (uint64_t *)(v->ort_base + ((w >> v->ort_rshift) & v->ort_amask));
-}
-
-/* The library's copy of the inline load (tm.h's tm_load_try_, the same steps and the same
- * outcome), where the inline load of a caller goes on when its common case fails. The next
- * most common case, a word of a stripe this attempt holds (an update re-reading the nodes
- * it wrote), is answered here from the lock word already loaded, as read_consistent would
- * (read_own), without its frames. Under our own view the attempt is etl-wb or etl-wt
- * (stm_thread_init's begin_fast_view; irrevocability switches to tm_view_off_), and a lock
- * word we hold cannot change under us. Under tm_view_off_ the lock word is locked (above
- * every bound) and not ours, and the descriptor behind the view must not be looked at.
- * Anything else continues in stm_load_word or load_slow (tail calls: no stack frame). */
+/* The library's side of the inline load (tm.h's tm_load_try_), where the inline load of a
+ * caller goes on when its common case fails. The next most common case, a word of a stripe
+ * this attempt holds (an update re-reading the nodes it wrote), is answered here, as
+ * read_consistent would (read_own), without its frames. Under our own view the attempt is
+ * etl-wb or etl-wt (stm_thread_init's begin_fast_view; irrevocability switches to
+ * tm_view_off_), and a lock word we hold cannot change under us. Under tm_view_off_ the
+ * descriptor behind the view must not be looked at. Anything else continues in
+ * stm_load_word or load_slow (tail calls: no stack frame). */
 static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
   tm_load_view_ *v = tm_fast_view_;
   if (TM_LIKELY((a & 7) == 0)) {
-    uint64_t *lock = view_lock(v, a);
-    uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
-    if (TM_LIKELY(l <= __atomic_load_n(&v->end, __ATOMIC_RELAXED))) { /* so v is ours */
-      uint64_t value = __atomic_load_n((const uint64_t *)a, __ATOMIC_ACQUIRE);
-      struct tm_rentry_ *last = v->rlast;
-      if (TM_LIKELY(__atomic_load_n(lock, __ATOMIC_ACQUIRE) == l)) {
-        if (TM_LIKELY(last != v->rlimit)) {
-          last[1].seen = l;
-          last[1].addr = a;
-          v->rlast = last + 1;
-          return value;
-        }
-      } /* else changed meanwhile, or the read set is full: the general path */
-    } else if (v != TM_VIEW_OFF_ && (l & 1) && owned_by(tm_view_tx(v), l)) {
-      return read_own(tm_view_tx(v), l, a);
+    uint64_t value;
+    if (TM_LIKELY(tm_load_try_(v, a, &value))) return value;
+    if (v != TM_VIEW_OFF_) {
+      tm_tx *tx = tm_view_tx(v);
+      uint64_t l = __atomic_load_n(tm_view_lock_(v, a), __ATOMIC_ACQUIRE);
+      if ((l & 1) && owned_by(tx, l)) return read_own(tx, l, a);
+      return stm_load_word(tx, a);
     }
-    if (v != TM_VIEW_OFF_) return stm_load_word(tm_view_tx(v), a);
   }
   return load_slow(tm_self, a, 8);
 }
@@ -156,7 +141,7 @@ double tm_load_double(const volatile double *addr) {
 static inline __attribute__((always_inline)) void store_u64(uintptr_t a, uint64_t value) {
   tm_load_view_ *v = tm_fast_view_;
   if (TM_LIKELY((a & 7) == 0)) {
-    uint64_t *lock = view_lock(v, a);
+    uint64_t *lock = tm_view_lock_(v, a);
     uint64_t l = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
     tm_tx *tx = tm_view_tx(v); /* dereferenced only once l <= end showed v is one */
     if (TM_LIKELY(l <= __atomic_load_n(&v->end, __ATOMIC_RELAXED) && tx->mode == TM_MODE_ETL_WB &&
@@ -179,26 +164,9 @@ static inline __attribute__((always_inline)) void store_u64(uintptr_t a, uint64_
        * ones (a child's abort unlinks it and theirs reappear: no merge needed, the store
        * covers the whole word). A read-only attempt holds no lock (its first store aborts
        * it), so owned_by rules it out. */
-      if ((l & 1) && owned_by(tx, l) && tx->mode == TM_MODE_ETL_WB) {
-        tm_wentry *head = lock_head(l);
-        tm_wentry *e = chain_find(head, a);
-        if (e && e->level == tx->wlevel) {
-          e->value = value;
-          e->mask = ~UINT64_C(0);
-          return;
-        }
-        size_t wn = tx->wn;
-        if (TM_LIKELY(wn < TM_WSET_MAX)) {
-          tm_wentry *n = &tx->wset[wn];
-          wentry_fill(n, a, tx, lock, head, head->saved, tx->wlevel, 0);
-          n->value = value;
-          n->mask = ~UINT64_C(0);
-          tx->wn = wn + 1;
-          /* Publishes the filled entry (attribution and cm=kill follow lock words). */
-          __atomic_store_n(lock, locked_word(n), __ATOMIC_RELEASE);
-          return;
-        }
-      }
+      if ((l & 1) && owned_by(tx, l) && tx->mode == TM_MODE_ETL_WB &&
+          TM_LIKELY(wb_store_held(tx, lock, l, a, value, ~UINT64_C(0))))
+        return;
       stm_store_word(tx, a, value, ~UINT64_C(0));
       return;
     }

@@ -67,12 +67,18 @@ static inline void txmem_direct_give_back(void *p) {
  * (a bad free, for txalloc_free to report). False for a foreign pointer. Without the
  * public calls' txa_init: before the allocator's initialisation the region map is empty,
  * so every pointer is foreign, as the initialised map would say too. */
+/* The usable size of p in a chunk of span kind `kind` (SMALL or MEDIUM): its object's size,
+ * 0 when p starts no object. */
+static inline size_t txmem_block_usable(uintptr_t a, unsigned kind) {
+  const txa_block *b = txa_block_of(a, kind);
+  return txa_object_index(b, a) >= 0 ? b->size : 0;
+}
+
 static inline bool txmem_direct_usable(const void *p, size_t *usable) {
   uintptr_t a = (uintptr_t)p;
   unsigned kind = txa_kind_of(a);
   if (TXMEM_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
-    const txa_block *b = txa_block_of(a, kind);
-    *usable = txa_object_index(b, a) >= 0 ? b->size : 0;
+    *usable = txmem_block_usable(a, kind);
     return true;
   }
   if (kind == TXA_KIND_NONE) return false;
@@ -89,8 +95,7 @@ static inline unsigned txmem_direct_usable_block(const void *p, size_t *usable) 
   uintptr_t a = (uintptr_t)p;
   unsigned kind = txa_kind_of(a);
   if (TXMEM_UNLIKELY(kind != TXA_KIND_SMALL && kind != TXA_KIND_MEDIUM)) return TXMEM_REL_FOREIGN;
-  const txa_block *b = txa_block_of(a, kind);
-  *usable = txa_object_index(b, a) >= 0 ? b->size : 0;
+  *usable = txmem_block_usable(a, kind);
   return kind == TXA_KIND_SMALL ? TXMEM_REL_SMALL : TXMEM_REL_MEDIUM;
 }
 

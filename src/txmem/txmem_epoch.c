@@ -452,11 +452,16 @@ static inline void limbo_appended(txmem_thread *t, size_t n, uint64_t bytes) {
   t->hot[TXMEM_HOT_deferred_bytes] += bytes;
 }
 
-/* txmem_epoch_release_committed with n != 1 (the ring has room): the pointers into
- * txalloc's blocks up to the first other one, then the rest through
- * release_committed_slow; the entries before it stay appended and counted, in order. */
-static __attribute__((noinline)) void release_committed_many(txmem_thread *t, void **ptrs,
-                                                             size_t n) {
+/* The common case makes no call but its tail calls, so it needs no stack frame: safe
+ * reuse, the txalloc strategy, room in the ring. The pointers into txalloc's blocks up to
+ * the first other one are appended here (one, a set's remove, is the usual case), the rest
+ * through release_committed_slow; the entries before it stay appended and counted, in
+ * order. */
+void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n) {
+  if (TXMEM_UNLIKELY(!txmem_cfg.safe_reuse || !t->txalloc || t->limbo_cap - t->limbo_len < n)) {
+    release_committed_slow(t, ptrs, n);
+    return;
+  }
   size_t tail = t->limbo_head + t->limbo_len, i = 0;
   uint64_t bytes = 0;
   while (i < n && limbo_put_block(t, tail + i, ptrs[i], &bytes)) i++;
@@ -465,27 +470,6 @@ static __attribute__((noinline)) void release_committed_many(txmem_thread *t, vo
     release_committed_slow(t, ptrs + i, n - i);
   else if (TXMEM_UNLIKELY(limbo_due(t)))
     limbo_scan(t);
-}
-
-/* The common case, one free into txalloc's blocks (a set's remove), makes no call but its
- * tail calls, so it needs no stack frame: safe reuse, the txalloc strategy, room in the
- * ring. */
-void txmem_epoch_release_committed(txmem_thread *t, void **ptrs, size_t n) {
-  if (TXMEM_UNLIKELY(!txmem_cfg.safe_reuse || !t->txalloc || t->limbo_cap - t->limbo_len < n)) {
-    release_committed_slow(t, ptrs, n);
-    return;
-  }
-  if (TXMEM_UNLIKELY(n != 1)) {
-    release_committed_many(t, ptrs, n);
-    return;
-  }
-  uint64_t bytes = 0;
-  if (TXMEM_UNLIKELY(!limbo_put_block(t, t->limbo_head + t->limbo_len, ptrs[0], &bytes))) {
-    release_committed_slow(t, ptrs, 1);
-    return;
-  }
-  limbo_appended(t, 1, bytes);
-  if (TXMEM_UNLIKELY(limbo_due(t))) limbo_scan(t);
 }
 
 void txmem_epoch_retire_one(txmem_thread *t, void *ptr) {
