@@ -1,5 +1,5 @@
 /* The word-based STM backend (TinySTM class; docs/stm.md):
- *   - a global version clock (tm_clock) and an ORT of versioned locks (tm_internal.h has
+ *   - a global version clock (tm_clock) and an ORT of versioned locks (stm_internal.h has
  *     the lock-word layout);
  *   - designs: ETL write-back (locks taken at the first store, values buffered, written at
  *     commit), ETL write-through (locks at the first store, memory written in place, undo
@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "tm/stm_access.h"
 
@@ -47,7 +46,7 @@ _Static_assert(offsetof(tm_tx, view) == 0 && sizeof(tm_load_view_) <= TM_CACHE_L
                "the fields of the load fast path share the descriptor's first cache line");
 
 static tm_mode design_mode(void) {
-  switch (tm_cfg.design) {
+  switch (stm_cfg.design) {
   case TM_DESIGN_ETL_WT: return TM_MODE_ETL_WT;
   case TM_DESIGN_CTL_WB: return TM_MODE_CTL_WB;
   default: return TM_MODE_ETL_WB;
@@ -58,34 +57,23 @@ void stm_thread_init(tm_tx *tx) {
   /* The fast load path's copy of the address-to-lock map (shift-mask only): the lock of a
    * word is ort_base + ((w >> ort_rshift) & ort_amask) when the stripe shift is at least
    * the entry size's log2. */
-  tx->fast_ort = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.hash == TM_HASH_SHIFT_MASK &&
-                 tm_cfg.shift >= tm_cfg.ort_stride;
-  tx->ort_base = (char *)tm_cfg.ort;
-  tx->ort_rshift = tm_cfg.shift - (tx->fast_ort ? tm_cfg.ort_stride : 0);
-  tx->ort_amask = tm_cfg.ort_mask << tm_cfg.ort_stride;
+  tx->fast_ort = stm_cfg.hash == TM_HASH_SHIFT_MASK && stm_cfg.shift >= stm_cfg.ort_stride;
+  tx->ort_base = (char *)stm_cfg.ort;
+  tx->ort_rshift = stm_cfg.shift - (tx->fast_ort ? stm_cfg.ort_stride : 0);
+  tx->ort_amask = stm_cfg.ort_mask << stm_cfg.ort_stride;
   /* What every revocable attempt starts with (stm_begin). */
   tx->begin_mode = design_mode();
   tx->begin_fast_view =
       tx->fast_ort && (tx->begin_mode == TM_MODE_ETL_WB || tx->begin_mode == TM_MODE_ETL_WT)
           ? &tx->view
           : TM_VIEW_OFF_;
-  tx->plain_begin = tm_cfg.backend == TM_BACKEND_STM && tm_cfg.cm != TM_CM_KILL;
-  tx->plain_commit = tm_cfg.cm != TM_CM_KILL && !(tm_cfg.attribution && tm_cfg.shift > 7);
-  const size_t rcap = 1024;
-  _Static_assert(TM_RO_SCRATCH <= 1024, "a read-only attempt's scratch fits the initial read set");
-  tx->rset = malloc((rcap + 1) * sizeof *tx->rset);
-  if (tx->rset) {
-    tx->rset++; /* rset[-1]: where rlast points when the set is empty */
-    tm_rset_truncate(tx, 0);
-    tx->rlimit = tx->rfull = tx->rset + rcap - 1;
-  }
-  void *region = mmap(NULL, TM_WSET_MAX * sizeof(tm_wentry), PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (!tx->rset || region == MAP_FAILED) tm_fatal("cannot allocate a transaction descriptor");
-  tx->wset = region;
+  tx->plain_begin = tm_cfg.cm != TM_CM_KILL;
+  tx->plain_commit = tm_cfg.cm != TM_CM_KILL && !(stm_cfg.attribution && stm_cfg.shift > 7);
   tx->wslot_mask = 255;
   tx->wslots = calloc(tx->wslot_mask + 1, sizeof *tx->wslots);
   if (!tx->wslots) tm_fatal("cannot allocate a transaction descriptor");
+  _Static_assert(TM_RO_SCRATCH <= TM_RSET_INITIAL,
+                 "a read-only attempt's scratch fits the initial read set");
   tx->wepoch = 1;
   __atomic_fetch_add(&stm_descriptors, 1, __ATOMIC_RELAXED); /* ordered by the publication */
 }
@@ -145,11 +133,18 @@ static void check_killed(tm_tx *tx) {
                       (tm_conflict_class)__atomic_load_n(&tx->kill_class, __ATOMIC_RELAXED));
 }
 
+/* A read-only attempt could not go on without a read set: the block restarts with one, and
+ * the next blocks load the clock (an old snapshot makes such restarts likelier). */
+static _Noreturn void restart_read_only(tm_tx *tx) {
+  tx->fresh_begins = TM_FRESH_BEGINS;
+  tm_abort_read_only(tx);
+}
+
 /* Extends the snapshot to the current clock, or aborts with `cause`. The new `end` is
  * installed by CAS: if tm_request_validation reset it meanwhile, validate again. */
 static void extend_or_abort(tm_tx *tx, tm_abort_cause cause) {
   /* A read-only attempt has no read set to validate: it cannot extend. */
-  if (TM_UNLIKELY(stm_read_only(tx))) tm_abort_read_only(tx);
+  if (TM_UNLIKELY(stm_read_only(tx))) restart_read_only(tx);
   for (;;) {
     uint64_t before = __atomic_load_n(&tx->end, __ATOMIC_RELAXED);
     uint64_t now = clock_now();
@@ -172,7 +167,8 @@ static bool holds_locks(const tm_tx *tx) {
 }
 
 void stm_wait_after_abort(tm_tx *tx) {
-  for (unsigned i = 0; i < tm_cfg.wait_spins; i++) {
+  if (!tx->wait_lock) return;
+  for (unsigned i = 0; i < stm_cfg.wait_spins; i++) {
     if (__atomic_load_n(tx->wait_lock, __ATOMIC_ACQUIRE) != tx->wait_word) break;
     tm_pause_or_yield(i);
   }
@@ -199,7 +195,7 @@ static uint64_t on_locked(tm_tx *tx, uint64_t *lock, uint64_t l, uintptr_t w,
       tx->wait_lock = lock;
       tx->wait_word = l;
     } else {
-      spins = tm_cfg.wait_spins;
+      spins = stm_cfg.wait_spins;
     }
   }
   if (tm_cfg.cm == TM_CM_KILL) {
@@ -213,7 +209,7 @@ static uint64_t on_locked(tm_tx *tx, uint64_t *lock, uint64_t l, uintptr_t w,
                        __ATOMIC_RELAXED);
       __atomic_compare_exchange_n(&owner->status, &expected, TM_STATUS_KILLED, false,
                                   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-      spins = tm_cfg.wait_spins;
+      spins = stm_cfg.wait_spins;
     }
   }
   for (unsigned i = 0; i < spins; i++) {
@@ -422,7 +418,7 @@ static void ctl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
 
 void stm_store_word(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
   /* The read-only hint was wrong: the reads so far were not recorded. */
-  if (TM_UNLIKELY(stm_read_only(tx))) tm_abort_read_only(tx);
+  if (TM_UNLIKELY(stm_read_only(tx))) restart_read_only(tx);
   if (tx->mode == TM_MODE_CTL_WB)
     ctl_store(tx, w, value, mask);
   else
@@ -455,6 +451,7 @@ bool stm_try_become_irrevocable(tm_tx *tx) {
                                    __ATOMIC_RELAXED))
     return false;
   tx->mode = TM_MODE_IRREVOCABLE;
+  tx->irrevocable = true;
   tm_fast_view_ = TM_VIEW_OFF_;
   return true;
 }
@@ -465,6 +462,7 @@ void stm_begin(tm_tx *tx, bool irrevocable, bool fresh, bool read_only) {
   if (TM_UNLIKELY(irrevocable)) {
     stm_irrevocable_acquire(tx);
     mode = TM_MODE_IRREVOCABLE;
+    tx->irrevocable = true;
     fast_view = TM_VIEW_OFF_;
   } else {
     /* New transactions wait while an irrevocable one runs (it would make them abort). */
@@ -518,7 +516,7 @@ static void ctl_acquire(tm_tx *tx) {
 static inline __attribute__((always_inline)) void release_all(tm_tx *tx, size_t n,
                                                               uint64_t version) {
   tm_wentry *ws = tx->wset;
-  const bool attribution = tm_cfg.attribution;
+  const bool attribution = stm_cfg.attribution;
   for (size_t i = 0; i < n; i++) {
     if (!ws[i].acquired) continue;
     uint64_t *lock = ws[i].lock;
@@ -540,7 +538,7 @@ static inline __attribute__((always_inline)) void release_all(tm_tx *tx, size_t 
 static inline __attribute__((always_inline)) void write_back_release(tm_tx *tx, uint64_t version) {
   tm_wentry *ws = tx->wset;
   /* 0: no summaries; 1: inline (stripes of at most 16 words); 2: the general case */
-  const unsigned summary = !tm_cfg.attribution ? 0 : tm_cfg.shift <= 7 ? 1 : 2;
+  const unsigned summary = !stm_cfg.attribution ? 0 : stm_cfg.shift <= 7 ? 1 : 2;
   for (size_t i = 0, n = tx->wn; i < n; i++) {
     tm_wentry *e = &ws[i];
     word_write(e->addr, e->value, e->mask);
@@ -603,14 +601,14 @@ static __attribute__((noinline)) void commit_publish(tm_tx *tx, uint64_t ts) {
       tm_abort_conflict(tx, 1, TM_ABORT_VALIDATE_COMMIT, cls);
     }
   }
-  if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
+  if (stm_cfg.privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
   if (tx->mode != TM_MODE_ETL_WT)
     write_back_release(tx, tm_version_word(ts));
   else
     release_all(tx, tx->wn, tm_version_word(ts));
   wset_retire(tx);
   tx->ctl_locked = 0;
-  if (tm_cfg.privatization) privatization_barrier(tx, ts);
+  if (stm_cfg.privatization) privatization_barrier(tx, ts);
 }
 
 /* Every commit but stm_commit's common case. */
@@ -637,7 +635,7 @@ static __attribute__((noinline)) void commit_general(tm_tx *tx) {
       check_killed(tx);
   }
   /* Announce the commit before taking the timestamp (the RMW orders the store). */
-  if (tm_cfg.privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
+  if (stm_cfg.privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
   uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
   tx->clock_seen = ts;
   commit_publish(tx, ts);
@@ -650,7 +648,7 @@ static __attribute__((noinline)) void commit_general(tm_tx *tx) {
  * (only a CTL commit sets it, and resets it). */
 static __attribute__((noinline)) void commit_wb(tm_tx *tx) {
   if (tx->wn == 0) return; /* read-only: consistent at `end` (LSA), nothing to publish */
-  const bool privatization = tm_cfg.privatization;
+  const bool privatization = stm_cfg.privatization;
   /* Announce the commit before taking the timestamp (the RMW orders the store). */
   if (privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
   uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
@@ -686,7 +684,7 @@ void stm_commit(tm_tx *tx) {
     commit_wb(tx);
     return;
   }
-  const bool privatization = tm_cfg.privatization;
+  const bool privatization = stm_cfg.privatization;
   if (privatization) __atomic_store_n(&tx->wb_ts, TM_WB_PENDING, __ATOMIC_RELAXED);
   uint64_t ts = __atomic_add_fetch(&tm_clock.value, 1, __ATOMIC_SEQ_CST);
   tx->clock_seen = ts;
@@ -698,7 +696,7 @@ void stm_commit(tm_tx *tx) {
   uintptr_t w = e->addr;
   uint64_t *lock = e->lock;
   word_write(w, e->value, ~UINT64_C(0));
-  if (tm_cfg.attribution) tm_record_commit_word(lock, w, e->saved);
+  if (stm_cfg.attribution) tm_record_commit_word(lock, w, e->saved);
   __atomic_store_n(lock, tm_version_word(ts), __ATOMIC_RELEASE);
   wset_retire(tx);
   if (privatization) privatization_barrier(tx, ts);
@@ -729,7 +727,7 @@ static void rollback_in_place(tm_tx *tx, size_t mark) {
             tm_lock_of(&map, tx->rset[r].addr) == ws[i].lock)
           tx->rset[r].seen = word;
     }
-    if (tm_cfg.attribution) tm_record_commit(ws[i].lock, NULL, ws[i].saved);
+    if (stm_cfg.attribution) tm_record_commit(ws[i].lock, NULL, ws[i].saved);
     __atomic_store_n(ws[i].lock, word, __ATOMIC_RELEASE);
   }
   tx->wn = mark;

@@ -8,7 +8,7 @@
 #ifndef TXALLOC_TM_STM_ACCESS_H
 #define TXALLOC_TM_STM_ACCESS_H
 
-#include "tm/tm_internal.h"
+#include "tm/stm_internal.h"
 
 #define TM_NO_ASAN __attribute__((no_sanitize("address")))
 

@@ -44,7 +44,7 @@ static bool reads_hit_summary(const tm_tx *tx, const tm_rentry *r, uint64_t tag,
   for (size_t i = 0, n = tm_rn(tx); i < n; i++) {
     const tm_rentry *e = &tx->rset[i];
     if (tm_same_version(e->seen, r->seen) && tm_lock_of(&map, e->addr) == lock &&
-        tm_stripe_tag(e->addr >> tm_cfg.shift) == tag && (tm_word_bit(e->addr) & bits))
+        tm_stripe_tag(e->addr >> stm_cfg.shift) == tag && (tm_word_bit(e->addr) & bits))
       return true;
   }
   return false;
@@ -82,7 +82,7 @@ static tm_conflict_class classify_chain(const uint64_t *lock, uint64_t l, const 
 }
 
 tm_conflict_class tm_classify_locked(const uint64_t *lock, uint64_t l, uintptr_t w) {
-  if (!tm_cfg.attribution) return TM_CLASS_UNKNOWN;
+  if (!stm_cfg.attribution) return TM_CLASS_UNKNOWN;
   return classify_chain(lock, l, NULL, NULL, w);
 }
 
@@ -121,7 +121,7 @@ static tm_conflict_class classify_by_summary(const tm_tx *tx, const tm_rentry *r
 }
 
 tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index) {
-  if (!tm_cfg.attribution) return TM_CLASS_UNKNOWN;
+  if (!stm_cfg.attribution) return TM_CLASS_UNKNOWN;
   const tm_rentry *r = &tx->rset[index];
   const uint64_t *lock = tm_ort_lock(r->addr), *summary = lock + 1;
   uint64_t l = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
@@ -147,10 +147,10 @@ tm_conflict_class tm_classify_validation(const tm_tx *tx, size_t index) {
  * TM_TAG_MIXED, with every bit, when its words lie in several stripes or the chain is
  * longer than CHAIN_WALK_MAX. */
 static uint64_t chain_words(const tm_wentry *head, uint64_t *bits) {
-  uint64_t stripe = head->addr >> tm_cfg.shift, tag = tm_stripe_tag(stripe), b = 0;
+  uint64_t stripe = head->addr >> stm_cfg.shift, tag = tm_stripe_tag(stripe), b = 0;
   unsigned steps = 0;
   for (const tm_wentry *e = head; e; e = e->next) {
-    if ((e->addr >> tm_cfg.shift) != stripe || ++steps > CHAIN_WALK_MAX) {
+    if ((e->addr >> stm_cfg.shift) != stripe || ++steps > CHAIN_WALK_MAX) {
       *bits = 0xffff;
       return TM_TAG_MIXED;
     }
@@ -163,11 +163,11 @@ static uint64_t chain_words(const tm_wentry *head, uint64_t *bits) {
 void tm_record_commit_general(uint64_t *lock, const tm_wentry *head, uint64_t prev) {
   uint64_t tag = 0, bits = 0; /* a rollback (head NULL): no word changed */
   if (head) {
-    if (tm_cfg.shift > 7) { /* more than 16 words per stripe: no word precision */
+    if (stm_cfg.shift > 7) { /* more than 16 words per stripe: no word precision */
       tag = TM_TAG_MIXED;
       bits = 0xffff;
     } else if (head->next == NULL) { /* one word under the lock */
-      tag = tm_stripe_tag(head->addr >> tm_cfg.shift);
+      tag = tm_stripe_tag(head->addr >> stm_cfg.shift);
       bits = tm_word_bit(head->addr);
     } else {
       tag = chain_words(head, &bits);

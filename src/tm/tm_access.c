@@ -1,17 +1,13 @@
-/* The public transactional loads and stores. The STM works on aligned 8-byte words: a
- * sub-word access reads its containing word and extracts its bytes, a sub-word store
- * merges its bytes into the word under a byte mask (only those bytes are ever written to
- * memory). An access that straddles two words is split. Outside a transaction the
- * accesses are plain atomic loads and stores of the object's own size. */
+/* The public transactional loads and stores, the front-end's side: every access that the
+ * STM's inline paths (stm_access.c) do not take. Outside a transaction an access is a
+ * plain atomic load or store of the object's own size (memcpy when misaligned); inside
+ * one it goes to the running backend's load or store operation. */
 #include <string.h>
 
-#include "tm/stm_access.h"
+#include "tm/tm_backend.h"
 
-static inline uint64_t size_mask(unsigned size) {
-  return size == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (size * 8)) - 1;
-}
-
-TM_NO_ASAN static uint64_t plain_load(uintptr_t a, unsigned size) {
+/* Exactly the object's bytes; excluded from AddressSanitizer like the STM's word reads. */
+__attribute__((no_sanitize("address"))) static uint64_t plain_load(uintptr_t a, unsigned size) {
   switch (size) {
   case 1: return __atomic_load_n((const uint8_t *)a, __ATOMIC_ACQUIRE);
   case 2: return __atomic_load_n((const uint16_t *)a, __ATOMIC_ACQUIRE);
@@ -29,176 +25,51 @@ static void plain_store(uintptr_t a, unsigned size, uint64_t v) {
   }
 }
 
-/* Every load that is not an aligned 64-bit load under ETL. */
-static __attribute__((noinline)) uint64_t load_slow(tm_tx *tx, uintptr_t a, unsigned size) {
-  if (!tx || tx->mode == TM_MODE_NONE) {
-    if ((a & (size - 1)) == 0) return plain_load(a, size);
-    uint64_t v = 0;
-    memcpy(&v, (const void *)a, size); /* misaligned, outside a transaction */
-    return v;
-  }
-  if (tx->mode == TM_MODE_LOCK) {
-    if ((a & (size - 1)) == 0) return tm_lock_load(tx, a, size);
-    uint64_t v = 0;
-    for (unsigned i = 0; i < size; i++) v |= tm_lock_load(tx, a + i, 1) << (8 * i);
-    return v;
-  }
-  uintptr_t w = a & ~(uintptr_t)7;
-  unsigned off = (unsigned)(a & 7);
-  if (off + size <= 8) return (stm_load_word(tx, w) >> (off * 8)) & size_mask(size);
-  uint64_t lo = stm_load_word(tx, w) >> (off * 8);
-  uint64_t hi = stm_load_word(tx, w + 8) << ((8 - off) * 8);
-  return (lo | hi) & size_mask(size);
+uint64_t tm_load_slow_(tm_tx *tx, uintptr_t a, unsigned size) {
+  if (tx && tx->mode != TM_MODE_NONE) return tm_be.load(tx, a, size);
+  if ((a & (size - 1)) == 0) return plain_load(a, size);
+  uint64_t v = 0;
+  memcpy(&v, (const void *)a, size); /* misaligned, outside a transaction */
+  return v;
 }
 
-/* Out of line: inlined into tm_store_u64, it made that function save and restore five
- * registers on its fast path too. */
-static __attribute__((noinline)) void store_slow(tm_tx *tx, uintptr_t a, unsigned size,
-                                                 uint64_t v) {
-  if (!tx || tx->mode == TM_MODE_NONE) {
-    if ((a & (size - 1)) == 0)
-      plain_store(a, size, v);
-    else
-      memcpy((void *)a, &v, size);
+void tm_store_slow_(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
+  if (tx && tx->mode != TM_MODE_NONE) {
+    tm_be.store(tx, a, size, v);
     return;
   }
-  if (tx->mode == TM_MODE_LOCK) {
-    if ((a & (size - 1)) == 0) {
-      tm_lock_store(tx, a, size, v);
-      return;
-    }
-    for (unsigned i = 0; i < size; i++) tm_lock_store(tx, a + i, 1, (v >> (8 * i)) & 0xff);
-    return;
-  }
-  uintptr_t w = a & ~(uintptr_t)7;
-  unsigned off = (unsigned)(a & 7);
-  uint64_t m = size_mask(size);
-  if (off + size <= 8) {
-    stm_store_word(tx, w, v << (off * 8), m << (off * 8));
-    return;
-  }
-  stm_store_word(tx, w, v << (off * 8), m << (off * 8));
-  stm_store_word(tx, w + 8, v >> ((8 - off) * 8), m >> ((8 - off) * 8));
+  if ((a & (size - 1)) == 0)
+    plain_store(a, size, v);
+  else
+    memcpy((void *)a, &v, size);
 }
-
-/* The library's side of the inline load (tm.h's tm_load_try_), where the inline load of a
- * caller goes on when its common case fails. The next most common case, a word of a stripe
- * this attempt holds (an update re-reading the nodes it wrote), is answered here, as
- * read_consistent would (read_own), without its frames. Under our own view the attempt is
- * etl-wb or etl-wt (stm_thread_init's begin_fast_view; irrevocability switches to
- * tm_view_off_), and a lock word we hold cannot change under us. Under tm_view_off_ the
- * descriptor behind the view must not be looked at. Anything else continues in
- * stm_load_word or load_slow (tail calls: no stack frame). */
-static inline __attribute__((always_inline)) uint64_t load_u64(uintptr_t a) {
-  tm_load_view_ *v = tm_fast_view_;
-  if (TM_LIKELY((a & 7) == 0)) {
-    uint64_t value;
-    if (TM_LIKELY(tm_load_try_(v, a, &value))) return value;
-    if (v != TM_VIEW_OFF_) {
-      tm_tx *tx = tm_view_tx(v);
-      uint64_t l = __atomic_load_n(tm_view_lock_(v, a), __ATOMIC_ACQUIRE);
-      if ((l & 1) && owned_by(tx, l)) return read_own(tx, l, a);
-      return stm_load_word(tx, a);
-    }
-  }
-  return load_slow(tm_self, a, 8);
-}
-
-uint64_t tm_load_u64(const volatile uint64_t *addr) { return load_u64((uintptr_t)addr); }
 
 uint8_t tm_load_u8(const volatile uint8_t *addr) {
-  return (uint8_t)load_slow(tm_self, (uintptr_t)addr, 1);
+  return (uint8_t)tm_load_slow_(tm_self, (uintptr_t)addr, 1);
 }
 uint16_t tm_load_u16(const volatile uint16_t *addr) {
-  return (uint16_t)load_slow(tm_self, (uintptr_t)addr, 2);
+  return (uint16_t)tm_load_slow_(tm_self, (uintptr_t)addr, 2);
 }
 uint32_t tm_load_u32(const volatile uint32_t *addr) {
-  return (uint32_t)load_slow(tm_self, (uintptr_t)addr, 4);
+  return (uint32_t)tm_load_slow_(tm_self, (uintptr_t)addr, 4);
 }
-void *tm_load_ptr(void *const volatile *addr) { return (void *)load_u64((uintptr_t)addr); }
 float tm_load_float(const volatile float *addr) {
   uint32_t bits = tm_load_u32((const volatile uint32_t *)(const volatile void *)addr);
   float f;
   memcpy(&f, &bits, sizeof f);
   return f;
 }
-double tm_load_double(const volatile double *addr) {
-  uint64_t bits = load_u64((uintptr_t)addr);
-  double d;
-  memcpy(&d, &bits, sizeof d);
-  return d;
-}
-
-/* The common store, an aligned 8-byte word under etl-wb (not read-only) whose stripe is
- * unlocked with a version inside the snapshot, has no stack frame: it fills one write-set
- * entry as the lock's acquirer and takes the lock with one CAS, which is what etl_store
- * (stm.c) does in that case (no chain to search, no snapshot extension: l <= end). The
- * lock map is the inline load's (tm_fast_view_): under tm_view_off_ (outside a transaction,
- * irrevocable, ctl-wb, the mixing hash, the lock backend) every word maps to a locked word,
- * which is above every bound, so the one comparison l <= end also rules those out. Anything
- * else, a failed CAS included (nothing is published before it: the entry is reused),
- * continues in stm_store_word or store_slow (tail calls). */
-static inline __attribute__((always_inline)) void store_u64(uintptr_t a, uint64_t value) {
-  tm_load_view_ *v = tm_fast_view_;
-  if (TM_LIKELY((a & 7) == 0)) {
-    uint64_t *lock = tm_view_lock_(v, a);
-    uint64_t l = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
-    tm_tx *tx = tm_view_tx(v); /* dereferenced only once l <= end showed v is one */
-    if (TM_LIKELY(l <= __atomic_load_n(&v->end, __ATOMIC_RELAXED) && tx->mode == TM_MODE_ETL_WB &&
-                  !stm_read_only(tx) && tx->wn < TM_WSET_MAX)) {
-      size_t wn = tx->wn;
-      tm_wentry *n = &tx->wset[wn];
-      wentry_fill(n, a, tx, lock, NULL, l, tx->wlevel, 1);
-      n->value = value;
-      n->mask = ~UINT64_C(0);
-      if (TM_LIKELY(__atomic_compare_exchange_n(lock, &l, locked_word(n), false, __ATOMIC_SEQ_CST,
-                                                __ATOMIC_SEQ_CST))) {
-        tx->wn = wn + 1;
-        return;
-      }
-    }
-    if (v != TM_VIEW_OFF_) { /* an etl attempt of this thread's descriptor */
-      /* A stripe this etl-wb attempt holds (an update writing several fields of a node):
-       * what etl_store does for a whole word. If this level has an entry for the word (the
-       * chain's newest for it), its value becomes ours; else a new entry shadows the older
-       * ones (a child's abort unlinks it and theirs reappear: no merge needed, the store
-       * covers the whole word). A read-only attempt holds no lock (its first store aborts
-       * it), so owned_by rules it out. */
-      if ((l & 1) && owned_by(tx, l) && tx->mode == TM_MODE_ETL_WB &&
-          TM_LIKELY(wb_store_held(tx, lock, l, a, value, ~UINT64_C(0))))
-        return;
-      stm_store_word(tx, a, value, ~UINT64_C(0));
-      return;
-    }
-  }
-  tm_tx *tx = tm_self;
-  if (TM_LIKELY(tx && tx->mode != TM_MODE_NONE && tx->mode != TM_MODE_LOCK && (a & 7) == 0)) {
-    stm_store_word(tx, a, value, ~UINT64_C(0));
-    return;
-  }
-  store_slow(tx, a, 8, value);
-}
-
-void tm_store_u64(volatile uint64_t *addr, uint64_t value) { store_u64((uintptr_t)addr, value); }
 void tm_store_u8(volatile uint8_t *addr, uint8_t value) {
-  store_slow(tm_self, (uintptr_t)addr, 1, value);
+  tm_store_slow_(tm_self, (uintptr_t)addr, 1, value);
 }
 void tm_store_u16(volatile uint16_t *addr, uint16_t value) {
-  store_slow(tm_self, (uintptr_t)addr, 2, value);
+  tm_store_slow_(tm_self, (uintptr_t)addr, 2, value);
 }
 void tm_store_u32(volatile uint32_t *addr, uint32_t value) {
-  store_slow(tm_self, (uintptr_t)addr, 4, value);
-}
-void tm_store_ptr(void *volatile *addr, void *value) {
-  store_u64((uintptr_t)addr, (uint64_t)(uintptr_t)value);
+  tm_store_slow_(tm_self, (uintptr_t)addr, 4, value);
 }
 void tm_store_float(volatile float *addr, float value) {
   uint32_t bits;
   memcpy(&bits, &value, sizeof bits);
   tm_store_u32((volatile uint32_t *)(volatile void *)addr, bits);
-}
-void tm_store_double(volatile double *addr, double value) {
-  uint64_t bits;
-  memcpy(&bits, &value, sizeof bits);
-  store_u64((uintptr_t)addr, bits);
 }

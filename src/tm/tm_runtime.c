@@ -1,6 +1,7 @@
 /* The TM front-end: run-time configuration, thread descriptors, atomic blocks (begin,
  * commit, nesting, rollback and restart), irrevocability requests and the lifecycle
- * callbacks. The backends (stm.c, tm_lock.c) provide the data paths.
+ * callbacks. The backend chosen by TXALLOC_TM runs the attempts, through the operations of
+ * tm_backend.h only.
  *
  * Nesting. Every level d of the current transaction has a tm_level: its restart point
  * (the sigjmp_buf taken by TM_ATOMIC in the caller's frame), and the read/write-set sizes
@@ -21,12 +22,13 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-#include "tm/tm_internal.h"
+#include "tm/tm_backend.h"
 #include "txalloc/txmem.h"
 #include "util/message.h"
 #include "util/options.h"
 
 tm_config tm_cfg;
+tm_backend tm_be;
 __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
 /* Locked (bit 63 set), so it lies above every snapshot bound, tm_view_off_'s 0 included.
  * Both are const: read-only data, never on a cache line with written data (every load
@@ -66,12 +68,6 @@ void tm_pause_or_yield(unsigned i) {
 }
 
 /* ---- Configuration ---- */
-static void *map_zeroed(size_t bytes) {
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) tm_fatal("cannot allocate the ownership-record table");
-  return p;
-}
-
 static void thread_key_destructor(void *tx) {
   (void)tx;
   tm_thread_exit();
@@ -93,35 +89,20 @@ static void atfork_release(void) {
 }
 
 static void runtime_init_once(void) {
-  tm_cfg.backend = (tm_backend_kind)txalloc_opt(TXALLOC_OPT_TM);
-  tm_cfg.design = (tm_design)txalloc_opt(TXALLOC_OPT_DESIGN);
-  tm_cfg.hash = (tm_hash_kind)txalloc_opt(TXALLOC_OPT_HASH);
+  tm_cfg.backend = (unsigned)txalloc_opt(TXALLOC_OPT_TM);
   tm_cfg.cm = (tm_cm_kind)txalloc_opt(TXALLOC_OPT_CM);
   tm_cfg.nesting = (tm_nesting_kind)txalloc_opt(TXALLOC_OPT_NESTING);
-  tm_cfg.ort_log2 = (unsigned)txalloc_opt(TXALLOC_OPT_ORT_LOG2);
-  tm_cfg.shift = (unsigned)txalloc_opt(TXALLOC_OPT_SHIFT);
-  tm_cfg.ort_mask = ((uint64_t)1 << tm_cfg.ort_log2) - 1;
   tm_cfg.irrevocable_after = (unsigned)txalloc_opt(TXALLOC_OPT_IRREVOCABLE_AFTER);
-  tm_cfg.wait_spins = (unsigned)txalloc_opt(TXALLOC_OPT_WAIT_SPINS);
-  tm_cfg.attribution = txalloc_opt(TXALLOC_OPT_ATTRIBUTION) != 0;
-  /* Write-through has no delayed write-back (and is not privatization-safe against doomed
-   * in-place writers; docs/stm.md). */
-  tm_cfg.privatization =
-      txalloc_opt(TXALLOC_OPT_PRIVATIZATION) != 0 && tm_cfg.design != TM_DESIGN_ETL_WT;
-  tm_cfg.ort_stride = tm_cfg.attribution ? 4 : 3;
-  tm_cfg.word_index_mask = tm_cfg.shift >= 7 ? 15 : ((uint64_t)1 << (tm_cfg.shift - 3)) - 1;
-  if (tm_cfg.backend == TM_BACKEND_STM) {
-    tm_cfg.ort = map_zeroed((size_t)1 << (tm_cfg.ort_log2 + tm_cfg.ort_stride));
-  }
+  if (tm_cfg.backend >= tm_backend_count) tm_fatal("unknown backend");
+  tm_be = *tm_backends[tm_cfg.backend];
+  if (tm_be.init) tm_be.init();
   if (pthread_key_create(&thread_key, thread_key_destructor) != 0)
     tm_fatal("pthread_key_create failed");
   if (pthread_atfork(atfork_prepare, atfork_release, atfork_release) != 0)
     tm_fatal("pthread_atfork failed");
   if (txalloc_opt(TXALLOC_OPT_STATS)) atexit(tm_stats_print_at_exit);
   if (txalloc_opt(TXALLOC_OPT_VERBOSE))
-    txalloc_message("tm: backend %s, design %u, ort 2^%u, shift %u, cm %u, nesting %u",
-                    tm_cfg.backend == TM_BACKEND_STM ? "stm" : "lock", tm_cfg.design,
-                    tm_cfg.ort_log2, tm_cfg.shift, tm_cfg.cm, tm_cfg.nesting);
+    txalloc_message("tm: backend %s, cm %u, nesting %u", tm_be.name, tm_cfg.cm, tm_cfg.nesting);
 }
 
 void tm_runtime_init(void) { pthread_once(&runtime_once, runtime_init_once); }
@@ -139,6 +120,20 @@ static void levels_grow(tm_tx *tx) {
   tx->level_cap = cap;
 }
 
+/* The read and write sets every backend may use: the read set grows (by the backend), the
+ * write set is one reserved region that never moves (other threads may follow pointers
+ * into it). */
+static void sets_init(tm_tx *tx) {
+  tx->rset = malloc((TM_RSET_INITIAL + 1) * sizeof *tx->rset);
+  void *region = mmap(NULL, TM_WSET_MAX * sizeof(tm_wentry), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!tx->rset || region == MAP_FAILED) tm_fatal("cannot allocate a transaction descriptor");
+  tx->rset++; /* rset[-1]: where rlast points when the set is empty */
+  tm_rset_truncate(tx, 0);
+  tx->rlimit = tx->rfull = tx->rset + TM_RSET_INITIAL - 1;
+  tx->wset = region;
+}
+
 tm_tx *tm_thread_setup(void) {
   tm_runtime_init();
   pthread_mutex_lock(&threads_lock);
@@ -151,16 +146,15 @@ tm_tx *tm_thread_setup(void) {
     if (!tx) tm_fatal("cannot allocate a transaction descriptor");
     memset(tx, 0, sizeof *tx);
     tx->id = ++tx_count;
-    stm_thread_init(tx);
+    sets_init(tx);
+    if (tm_be.thread_init) tm_be.thread_init(tx);
     levels_grow(tx);
     tx->all_next = all_txs;
     __atomic_store_n(&all_txs, tx, __ATOMIC_RELEASE);
   }
   __atomic_store_n(&tx->live, true, __ATOMIC_RELAXED);
   tx->rng = 0x9E3779B97F4A7C15ull * tx->id + (uint64_t)(uintptr_t)&tx;
-  /* The thread's first block starts from the clock of now, not from an older thread's. */
-  tx->clock_seen = __atomic_load_n(&tm_clock.value, __ATOMIC_ACQUIRE);
-  tx->fresh_begins = 0;
+  if (tm_be.thread_attach) tm_be.thread_attach(tx);
   pthread_mutex_unlock(&threads_lock);
   tm_self = tx;
   pthread_setspecific(thread_key, tx);
@@ -193,12 +187,10 @@ tm_tx *tm_all_descriptors(void) { return __atomic_load_n(&all_txs, __ATOMIC_ACQU
 /* For tm_stats.c: visits the live descriptors. The caller holds threads_lock (through
  * tm_threads_lock), so that no thread exits, folding its counters, while it reads both the
  * exited total and the live threads. */
-void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg);
 void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg) {
   for (tm_tx *t = all_txs; t; t = t->all_next)
     if (__atomic_load_n(&t->live, __ATOMIC_RELAXED)) fn(t, arg);
 }
-void tm_threads_lock(bool lock);
 void tm_threads_lock(bool lock) {
   if (lock)
     pthread_mutex_lock(&threads_lock);
@@ -273,36 +265,19 @@ static inline tm_level *level_enter(tm_tx *tx) {
 
 /* Begins level d (lv = tx->levels[d]), first or again (lv->retries > 0: a retry). The top
  * level's escalation state (top_retries, top_conflicts, want_irrevocable) belongs to the
- * block, not the attempt: it is reset when the block ends (end_top). */
-static __attribute__((noinline)) void begin_top_other(tm_tx *tx, tm_level *lv, int flags) {
-  bool irrevocable = (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable;
-  if (tm_cfg.backend == TM_BACKEND_STM) {
-    stm_begin(tx, irrevocable, lv->retries == 0, stm_attempt_read_only(tx, flags, false));
-  } else {
-    tm_lock_begin(tx);
-    tx->irrevocable_stat = irrevocable;
-  }
-  run_callbacks(TM_EVENT_BEGIN, 1);
-}
-
-/* `fresh`: the block's first attempt, at depth 0 (stm_begin_is_plain). */
+ * block, not the attempt: it is reset when the block ends (end_top). `fresh`: the block's
+ * first attempt, at depth 0. */
 static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_level *lv, unsigned d,
                                                               int flags, bool fresh) {
   tx->depth = d;
   if (TM_LIKELY(d == 1)) {
     tx->wlevel = 1; /* next to depth: one store with it */
     lv->flags = flags;
-    /* Both branches end in calls only (tail calls where this is inlined last). */
-    if (TM_LIKELY(stm_begin_is_plain(tx, flags, fresh))) {
-      /* A block's first attempt may start from the last clock value seen (a logging
-       * attempt extends its snapshot when it meets a newer version, a read-only one
-       * restarts); a retry, which has just met newer versions, loads the clock. */
-      stm_begin_attempt(tx, tx->begin_mode, tx->begin_fast_view,
-                        stm_attempt_read_only(tx, flags, fresh), fresh);
-      run_callbacks(TM_EVENT_BEGIN, 1);
-    } else {
-      begin_top_other(tx, lv, flags);
-    }
+    if (fresh)
+      tm_be.begin_first(tx, flags);
+    else
+      tm_be.begin_again(tx, flags);
+    run_callbacks(TM_EVENT_BEGIN, 1); /* a tail call where this is inlined last */
     return;
   }
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d : 1;
@@ -353,55 +328,8 @@ void tm_begin_(int flags) {
 }
 
 #ifdef TM_HAVE_FAST_ENTRY_
-/* The fast entry (tm.h). tm_start_ stores the caller's callee-saved registers, its stack
- * pointer after the return and the return address into *ctx, calls tm_enter_ (which begins
- * the level and ends in a tail call to txmem's hook) and returns 1. tm_jump_ makes tm_start_ return
- * `value` again: the registers and stack pointer are those of that first return, which is
- * all a returns_twice call's caller may rely on. Not for sanitizer builds (their longjmp
- * interceptors must see stack switches) nor CET shadow stacks (the jump does not unwind the
- * shadow stack); tm.h falls back to the portable entry there. */
-__asm__(".text\n"
-        ".globl tm_start_\n"
-        ".type tm_start_, @function\n"
-        ".p2align 4\n"
-        "tm_start_:\n"
-        ".cfi_startproc\n"
-        "  movq (%rsp), %rax\n"
-        "  leaq 8(%rsp), %rdx\n"
-        "  movq %rbx, 0(%rdi)\n"
-        "  movq %rbp, 8(%rdi)\n"
-        "  movq %r12, 16(%rdi)\n"
-        "  movq %r13, 24(%rdi)\n"
-        "  movq %r14, 32(%rdi)\n"
-        "  movq %r15, 40(%rdi)\n"
-        "  movq %rdx, 48(%rdi)\n"
-        "  movq %rax, 56(%rdi)\n"
-        "  subq $8, %rsp\n" /* the call below finds the stack aligned as the ABI says */
-        ".cfi_adjust_cfa_offset 8\n"
-        "  call tm_enter_\n"
-        "  addq $8, %rsp\n"
-        ".cfi_adjust_cfa_offset -8\n"
-        "  movl $1, %eax\n"
-        "  ret\n"
-        ".cfi_endproc\n"
-        ".size tm_start_, .-tm_start_\n"
-        ".globl tm_jump_\n"
-        ".hidden tm_jump_\n"
-        ".type tm_jump_, @function\n"
-        ".p2align 4\n"
-        "tm_jump_:\n"
-        ".cfi_startproc\n"
-        "  movq 0(%rdi), %rbx\n"
-        "  movq 8(%rdi), %rbp\n"
-        "  movq 16(%rdi), %r12\n"
-        "  movq 24(%rdi), %r13\n"
-        "  movq 32(%rdi), %r14\n"
-        "  movq 40(%rdi), %r15\n"
-        "  movq 48(%rdi), %rsp\n"
-        "  movl %esi, %eax\n"
-        "  jmpq *56(%rdi)\n"
-        ".cfi_endproc\n"
-        ".size tm_jump_, .-tm_jump_\n");
+/* The fast entry (tm.h): tm_start_ and tm_jump_ are in tm_entry_x86_64.S. tm_start_
+ * calls tm_enter_, which begins the level and ends in a tail call to txmem's hook. */
 _Noreturn void tm_jump_(tm_context_ *ctx, int value);
 /* Called from the assembly only: `used` keeps it through link-time optimisation. */
 __attribute__((used)) void tm_enter_(tm_context_ *ctx, int flags);
@@ -447,28 +375,24 @@ static inline __attribute__((always_inline)) void commit_top_done(tm_tx *tx, boo
 static __attribute__((noinline)) void commit_other(tm_tx *tx) {
   unsigned d = tx->depth;
   if (d > 1) {
-    if (tm_cfg.nesting == TM_NESTING_CLOSED && tx->mode != TM_MODE_LOCK) stm_merge_child(tx, d);
+    if (tm_cfg.nesting == TM_NESTING_CLOSED && tm_be.merge_child) tm_be.merge_child(tx, d);
     tx->depth = d - 1;
     tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? d - 1 : 1;
     if (tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks(TM_EVENT_COMMIT, d);
     return;
   }
   bool read_only = tx->wn == 0;
-  tm_mode mode = tx->mode;
-  bool irrevocable = mode == TM_MODE_IRREVOCABLE || tx->irrevocable_stat;
-  if (mode == TM_MODE_LOCK)
-    tm_lock_commit(tx);
-  else
-    stm_commit(tx);
+  bool irrevocable = tx->irrevocable;
+  tm_be.commit(tx);
+  tx->irrevocable = false;
   commit_top_done(tx, read_only, irrevocable);
 }
 
-/* The common case, a revocable read-only top level that never aborted, has no stack
- * frame: an attempt that wrote nothing is consistent at its snapshot (LSA) and has nothing
- * to publish. */
+/* The common case, a read-only top level in a light mode that never aborted, has no stack
+ * frame and needs nothing of the backend (TM_MODE_HEAVY). */
 void tm_commit_(void) {
   tm_tx *tx = tm_self;
-  if (TM_LIKELY(tx->depth == 1 && tx->wn == 0 && tx->mode < TM_MODE_IRREVOCABLE &&
+  if (TM_LIKELY(tx->depth == 1 && tx->wn == 0 && tx->mode < TM_MODE_HEAVY &&
                 tx->top_retries == 0)) {
     commit_top_done(tx, true, false); /* folds to retry_histogram[0]; end_top's resets go */
     return;
@@ -490,12 +414,10 @@ static void backoff(tm_tx *tx, unsigned retries) {
 static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
                                tm_conflict_class cls, int jump) {
   unsigned depth = tx->depth;
-  if (tx->mode == TM_MODE_LOCK)
-    tm_lock_rollback(tx, level);
-  else
-    stm_rollback(tx, level);
+  tm_be.rollback(tx, level);
   if (level == 1) {
     tx->mode = TM_MODE_NONE;
+    tx->irrevocable = false;
     tm_fast_view_ = TM_VIEW_OFF_;
   }
   tx->depth = level - 1;
@@ -520,7 +442,7 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   tm_level *lv = tx->levels[level];
   lv->retries++;
   if (level == 1 && jump == TM_JUMP_CANCEL) end_top(tx, true); /* after: it zeroes lv's counters */
-  if (tx->wait_lock) stm_wait_after_abort(tx);
+  if (tm_be.after_abort) tm_be.after_abort(tx);
   if (level == 1 && jump == TM_JUMP_RETRY && cls != TM_CLASS_NONE && tm_cfg.cm == TM_CM_BACKOFF)
     backoff(tx, lv->retries);
   /* Repeated conflicts usually mean the other transaction is descheduled (more threads than
@@ -540,7 +462,6 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
 
 void tm_abort_read_only(tm_tx *tx) {
   tx->read_only_off = true;
-  tx->fresh_begins = TM_FRESH_BEGINS;
   abort_to(tx, 1, TM_ABORT_READ_ONLY, TM_CLASS_NONE, TM_JUMP_RETRY);
 }
 
@@ -580,25 +501,14 @@ void tm_abort(void) {
 void tm_become_irrevocable(void) {
   tm_tx *tx = tm_self;
   if (!tx || tx->depth == 0) return;
-  if (tx->mode == TM_MODE_LOCK) {
-    tx->irrevocable_stat = true;
-    return;
-  }
-  if (tx->mode == TM_MODE_IRREVOCABLE) return;
-  if (stm_try_become_irrevocable(tx)) return;
+  if (tx->irrevocable || tm_be.become_irrevocable(tx)) return;
   tx->want_irrevocable = true;
   abort_to(tx, 1, TM_ABORT_IRREVOCABLE, TM_CLASS_NONE, TM_JUMP_RETRY);
 }
 
-/* Resetting a running transaction's snapshot bound to 0 sends its next load of any stripe
- * ever written, and its commit, through validation (snapshot extension): if its reads are
- * no longer valid it aborts there. extend_or_abort installs its new bound by CAS, so a
- * reset that races with an extension makes the extension validate again. Every descriptor
- * is reset, running or not: a transaction that begins later takes a new bound anyway, and
- * its begin then needs no store for this (the request is rare; begins are not). */
 void tm_request_validation(void) {
-  for (tm_tx *t = tm_all_descriptors(); t; t = t->all_next)
-    __atomic_store_n(&t->end, 0, __ATOMIC_RELAXED);
+  tm_runtime_init();
+  if (tm_be.request_validation) tm_be.request_validation();
 }
 
 bool tm_in_transaction(void) {

@@ -5,11 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tm/tm_internal.h"
+#include "tm/tm_backend.h"
 #include "util/options.h"
-
-void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg);
-void tm_threads_lock(bool lock);
 
 static tm_stats exited; /* threads that exited (under the threads lock) */
 
@@ -111,28 +108,23 @@ void tm_stats_print_json(FILE *out, const tm_stats *s) {
   fprintf(out, "]}");
 }
 
-/* The word of choice `index` of CHOICE option `id`, in buf. */
-static const char *choice_word(txalloc_option_id id, unsigned index, char *buf, size_t len) {
+const char *tm_choice_word(txalloc_option_id id, unsigned index, char *buf, size_t len) {
   txalloc_format_choice(txalloc_option_at((size_t)id)->choices, index, buf, len);
   return buf;
 }
 
-/* The configuration in force (tm_cfg), which can differ from the options: options set after
- * the runtime started do not apply, and etl-wt turns privatization off. */
+/* The configuration in force, which can differ from the options: options set after the
+ * runtime started do not apply, and a backend may adjust its own (the STM's etl-wt turns
+ * privatization off). The front-end's keys, then the backend's. */
 void tm_config_print_json(FILE *out) {
   tm_runtime_init();
-  char b[5][64];
+  char b[2][64];
   fprintf(out,
-          "{\"backend\": \"%s\", \"design\": \"%s\", \"ort_log2\": %u, \"shift\": %u, "
-          "\"hash\": \"%s\", \"cm\": \"%s\", \"nesting\": \"%s\", \"irrevocable_after\": %u, "
-          "\"attribution\": %s, \"privatization\": %s, \"wait_spins\": %u}",
-          choice_word(TXALLOC_OPT_TM, tm_cfg.backend, b[0], 64),
-          choice_word(TXALLOC_OPT_DESIGN, tm_cfg.design, b[1], 64), tm_cfg.ort_log2, tm_cfg.shift,
-          choice_word(TXALLOC_OPT_HASH, tm_cfg.hash, b[2], 64),
-          choice_word(TXALLOC_OPT_CM, tm_cfg.cm, b[3], 64),
-          choice_word(TXALLOC_OPT_NESTING, tm_cfg.nesting, b[4], 64), tm_cfg.irrevocable_after,
-          tm_cfg.attribution ? "true" : "false", tm_cfg.privatization ? "true" : "false",
-          tm_cfg.wait_spins);
+          "{\"backend\": \"%s\", \"cm\": \"%s\", \"nesting\": \"%s\", \"irrevocable_after\": %u",
+          tm_be.name, tm_choice_word(TXALLOC_OPT_CM, tm_cfg.cm, b[0], 64),
+          tm_choice_word(TXALLOC_OPT_NESTING, tm_cfg.nesting, b[1], 64), tm_cfg.irrevocable_after);
+  if (tm_be.print_config) tm_be.print_config(out);
+  fputc('}', out);
 }
 
 void tm_stats_print_at_exit(void) {

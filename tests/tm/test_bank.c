@@ -94,8 +94,8 @@ int main(void) {
   CHECKF(s.commits == expected, "commits %llu, expected %llu", (unsigned long long)s.commits,
          (unsigned long long)expected);
   CHECK(s.commits_read_only <= (uint64_t)audits);
-  if (!tm_test_is_lock()) CHECK(s.commits_read_only == (uint64_t)audits);
-  if (tm_test_is_lock()) CHECK(s.aborts == 0);
+  if (!tm_test_is_glock()) CHECK(s.commits_read_only == (uint64_t)audits);
+  if (tm_test_is_glock()) CHECK(s.aborts == 0);
   for (int t = 0; t < THREADS - AUDITORS; t++) CHECK(transferred[t] == transfers);
   return check_exit();
 }

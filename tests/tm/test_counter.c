@@ -61,6 +61,6 @@ int main(void) {
   CHECK(histogram == s.commits);
   CHECK(tm_test_cause(&s, TM_ABORT_EXPLICIT) == 0);
   CHECK(s.true_conflicts + s.false_conflicts + s.unknown_conflicts <= s.aborts);
-  if (tm_test_is_lock()) CHECK(s.aborts == 0);
+  if (tm_test_is_glock()) CHECK(s.aborts == 0);
   return check_exit();
 }

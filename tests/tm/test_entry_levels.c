@@ -203,7 +203,7 @@ int main(void) {
 #else
   fprintf(stderr, "entry_levels: portable entry\n");
 #endif
-  lock_backend = tm_test_is_lock();
+  lock_backend = tm_test_is_glock();
   flat = tm_test_option_is("nesting", "flat");
   pthread_t other;
   if (pthread_create(&other, NULL, other_thread, NULL) != 0) {

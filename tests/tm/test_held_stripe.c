@@ -17,7 +17,7 @@
  *   - a commit of several entries after a snapshot reset (it validates, commit_publish).
  * Registered on every design, flat nesting, attribution off, shift 8 (general summaries),
  * cm=kill, and the lock backend (tests/tm/CMakeLists.txt). */
-#include "tm/tm_internal.h"
+#include "tm/stm_internal.h"
 #include "tm_test.h"
 
 static struct {
@@ -181,10 +181,10 @@ int main(void) {
   tm_test_watchdog(120);
   TM_ATOMIC {} /* starts the runtime and this thread's descriptor */
   tm_test_print_config("held_stripe");
-  stm = !tm_test_is_lock();
+  stm = !tm_test_is_glock();
   etl = stm && strncmp(tm_test_option("design"), "etl", 3) == 0;
   flat = tm_test_option_is("nesting", "flat");
-  attr = stm && tm_cfg.attribution;
+  attr = stm && stm_cfg.attribution;
 
   for (uint64_t round = 0; round < 12; round++) { /* summary windows grow, fill, restart */
     before_t b = before();

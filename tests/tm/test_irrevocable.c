@@ -80,7 +80,7 @@ static void test_explicit(void) {
   int64_t others = 0;
   for (int i = 0; i < OTHERS; i++) others += others_committed[i];
   CHECK(m.counter == (uint64_t)others + 1000);
-  if (!tm_test_is_lock()) {
+  if (!tm_test_is_glock()) {
     /* With the fallback in force, an increment that lost FALLBACK_AFTER conflicts in a row
      * (to the other incrementers: slow under sanitizers) legitimately commits irrevocably,
      * after exactly that many aborts (an irrevocable attempt cannot abort). */
@@ -176,6 +176,6 @@ int main(int argc, char **argv) {
   tm_test_print_config("irrevocable");
   fprintf(stderr, "irrevocable_after=%s\n", tm_test_option("irrevocable_after"));
   test_explicit();
-  if (!tm_test_is_lock()) test_fallback(fallback);
+  if (!tm_test_is_glock()) test_fallback(fallback);
   return check_exit();
 }

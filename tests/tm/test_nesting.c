@@ -248,7 +248,7 @@ int main(void) {
   test_three_levels(flat);
   test_child_restart(flat);
   test_stats(flat);
-  if (!tm_test_is_lock()) {
+  if (!tm_test_is_glock()) {
     test_child_conflict(flat, 0);
     test_child_conflict(flat, 1);
   }

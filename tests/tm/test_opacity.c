@@ -168,7 +168,7 @@ static void run(const char *name, void (*w)(int), void (*r)(void)) {
          name, violations, (unsigned long long)first_bad[0], (unsigned long long)first_bad[1]);
   CHECKF(zombie_spins == 0, "%s: %d transactions spun on x != y", name, zombie_spins);
   CHECKF(cycles_seen == 0, "%s: %d walks found a cycle", name, cycles_seen);
-  if (tm_test_option_is("tm", "lock")) CHECK(s.aborts == 0);
+  if (tm_test_option_is("tm", "glock")) CHECK(s.aborts == 0);
 }
 
 int main(void) {

@@ -1,10 +1,10 @@
 /* The TM options: every documented option exists in the "tm" layer; bad values are
  * rejected with a message naming the option and what is valid (from code, and from the
  * environment, where the default is kept with a warning); an option set through
- * txalloc_option_set before the first transaction takes effect (tm=lock: a transaction
+ * txalloc_option_set before the first transaction takes effect (tm=glock: a transaction
  * never runs while another holds the lock, and nothing aborts).
  * The program runs itself as a child for the parts that need a fresh process:
- *   test_tm_options child-lock   sets tm=lock, then runs the two-thread check
+ *   test_tm_options child-lock   sets tm=glock, then runs the two-thread check
  *   test_tm_options child-env    prints the cm option (the environment gives a bad one) */
 #include <limits.h>
 
@@ -45,7 +45,7 @@ static void test_table(void) {
   CHECK(tm_test_option_is("irrevocable_after", "0"));
   /* The values the tests and benches use are accepted. */
   char err[1024];
-  static const char *const good[][2] = {{"tm", "lock"},
+  static const char *const good[][2] = {{"tm", "glock"},
                                         {"tm", "stm"},
                                         {"design", "etl-wt"},
                                         {"design", "ctl-wb"},
@@ -71,7 +71,7 @@ static void test_table(void) {
 }
 
 static void test_bad_values(void) {
-  expect_rejected("tm", "htm-magic", "stm|lock");
+  expect_rejected("tm", "htm-magic", "stm|glock");
   expect_rejected("design", "etl", "etl-wb");
   expect_rejected("design", "", "ctl-wb");
   expect_rejected("cm", "polite", "suicide");
@@ -128,12 +128,12 @@ static void lock_pair(int index, void *arg) {
 }
 
 static int child_lock(void) {
-  test_set_option("tm", "lock");
+  test_set_option("tm", "glock");
   tm_test_run_threads(2, lock_pair, NULL);
   tm_stats s;
   tm_stats_get(&s);
   tm_test_print_stats("child-lock", &s);
-  CHECKF(b_first_saw_a_done == 1, "under tm=lock a transaction ran inside another");
+  CHECKF(b_first_saw_a_done == 1, "under tm=glock a transaction ran inside another");
   CHECK(s.aborts == 0 && s.commits == 2);
   return check_exit();
 }

@@ -63,7 +63,7 @@ static void worker(int index, void *arg) {
 int main(void) {
   tm_test_watchdog(240);
   tm_test_print_config("privatization");
-  if (tm_test_option_is("design", "etl-wt") && !tm_test_is_lock()) {
+  if (tm_test_option_is("design", "etl-wt") && !tm_test_is_glock()) {
     fprintf(stderr, "etl-wt is not privatization-safe (docs/stm.md): nothing to check\n");
     return check_exit();
   }

@@ -403,7 +403,7 @@ static void test_stress(void) {
 int main(void) {
   tm_test_watchdog(240);
   tm_test_print_config("read_only");
-  is_lock = tm_test_is_lock();
+  is_lock = tm_test_is_glock();
   is_flat = tm_test_option_is("nesting", "flat");
   test_validation();
   test_nested();

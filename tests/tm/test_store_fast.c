@@ -20,7 +20,7 @@
  *     attempt never reads the stripe's other words at a version its other reads miss.
  * Registered on every design, flat nesting, attribution and privatization off, shift 8 (no
  * inline summary), cm=kill, and the lock backend (tests/tm/CMakeLists.txt). */
-#include "tm/tm_internal.h"
+#include "tm/stm_internal.h"
 #include "tm_test.h"
 
 static struct {
@@ -255,9 +255,9 @@ int main(void) {
   tm_test_watchdog(120);
   TM_ATOMIC {} /* starts the runtime and this thread's descriptor */
   tm_test_print_config("store_fast");
-  stm = !tm_test_is_lock();
+  stm = !tm_test_is_glock();
   flat = tm_test_option_is("nesting", "flat");
-  attr = stm && tm_cfg.attribution;
+  attr = stm && stm_cfg.attribution;
 
   one_word_commits(40, 1000);
 

@@ -1,4 +1,4 @@
-/* The attribution summary written at each commit (src/tm/tm_internal.h, "Attribution"):
+/* The attribution summary written at each commit (src/tm/stm_internal.h, "Attribution"):
  * tm_record_commit's inline case (one word under the lock, stripes of at most 16 words),
  * which works on the packed summary word, must leave exactly the word that
  * tm_record_commit_general leaves, from every summary state: windows of every count
@@ -8,7 +8,7 @@
  * function in both. The same for chains of several entries (one stripe, several stripes,
  * words repeated, longer than TM_CHAIN_WALK_MAX). Also checks a few results by their meaning, so
  * that both cannot be wrong the same way. Deterministic: a fixed pseudo-random sequence. */
-#include "tm/tm_internal.h"
+#include "tm/stm_internal.h"
 #include "tm_test.h"
 
 static uint64_t rng_state = 0x243F6A8885A308D3ull;
@@ -19,7 +19,7 @@ static uint64_t rng_next(void) {
   return rng_state;
 }
 
-/* A summary word from its fields (the layout in tm_internal.h). */
+/* A summary word from its fields (the layout in stm_internal.h). */
 static uint64_t summary(uint64_t base, uint64_t count, uint64_t tag, uint64_t all, uint64_t last) {
   return base << 44 | count << 40 | tag << 32 | all << 16 | last;
 }
@@ -27,7 +27,7 @@ static uint64_t summary(uint64_t base, uint64_t count, uint64_t tag, uint64_t al
 /* A summary state to start from: a random word, or one built to hit the extension cases. */
 static uint64_t some_summary(uintptr_t addr) {
   uint64_t r = rng_next();
-  uint64_t tag = tm_stripe_tag(addr >> tm_cfg.shift);
+  uint64_t tag = tm_stripe_tag(addr >> stm_cfg.shift);
   switch (r % 6) {
   case 0: return rng_next(); /* anything, counts 9..15 included */
   case 1: return 0;          /* a fresh lock */
@@ -46,7 +46,7 @@ static uint64_t some_summary(uintptr_t addr) {
 
 int main(void) {
   TM_ATOMIC {} /* starts the runtime: tm_cfg holds the configuration */
-  unsigned shift = tm_cfg.shift;
+  unsigned shift = stm_cfg.shift;
   printf("shift %u\n", shift);
   CHECK(shift >= 3 && shift <= 7); /* the inline case's range (CMakeLists.txt) */
 

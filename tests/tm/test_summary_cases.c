@@ -1,4 +1,4 @@
-/* tm_record_commit's inline case (src/tm/tm_internal.h) against tm_record_commit_general
+/* tm_record_commit's inline case (src/tm/stm_internal.h) against tm_record_commit_general
  * (stm_attribution.c) on every combination of the summary fields that the inline test
  * reads, rather than test_summary's random states: every count 0..15, the stripe's own
  * tag, another tag, tag 0, TM_TAG_MIXED, unions 0, of the written word's bit, of other
@@ -8,7 +8,7 @@
  * both: more than 16 words per stripe). The expected branch is also checked from the
  * fields themselves: count 1..7, a tag other than MIXED and (the same tag or union 0)
  * extend the window; anything else restarts it. */
-#include "tm/tm_internal.h"
+#include "tm/stm_internal.h"
 #include "tm_test.h"
 
 static uint64_t summary(uint64_t base, uint64_t count, uint64_t tag, uint64_t all, uint64_t last) {
@@ -17,8 +17,8 @@ static uint64_t summary(uint64_t base, uint64_t count, uint64_t tag, uint64_t al
 
 int main(void) {
   TM_ATOMIC {} /* starts the runtime: tm_cfg holds the configuration */
-  unsigned shift = tm_cfg.shift;
-  printf("shift %u, attribution %d\n", shift, (int)tm_cfg.attribution);
+  unsigned shift = stm_cfg.shift;
+  printf("shift %u, attribution %d\n", shift, (int)stm_cfg.attribution);
   unsigned words = shift >= 7 ? 16 : 1u << (shift - 3); /* words of a stripe with a bit */
   const uint64_t bases[] = {0, TM_SUMMARY_BASE_MASK, 0x5a5a5};
   const uint64_t prevs[] = {

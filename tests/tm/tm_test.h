@@ -78,10 +78,10 @@ static inline const char *tm_test_option(const char *name) {
 static inline int tm_test_option_is(const char *name, const char *value) {
   return strcmp(tm_test_option(name), value) == 0;
 }
-static inline int tm_test_is_lock(void) { return tm_test_option_is("tm", "lock"); }
+static inline int tm_test_is_glock(void) { return tm_test_option_is("tm", "glock"); }
 /* Encounter-time locking: a store takes the stripe's lock at once. */
 static inline int tm_test_is_etl(void) {
-  return !tm_test_is_lock() && strncmp(tm_test_option("design"), "etl", 3) == 0;
+  return !tm_test_is_glock() && strncmp(tm_test_option("design"), "etl", 3) == 0;
 }
 static inline void tm_test_print_config(const char *test) {
   fprintf(stderr, "%s: tm=%s design=%s cm=%s shift=%s ort_log2=%s hash=%s nesting=%s\n", test,

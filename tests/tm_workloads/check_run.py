@@ -103,8 +103,12 @@ def check_json(cmd, p):
         options = d.get("tm_options")
         if not isinstance(options, dict) or "design" not in options:
             fail("tm_options missing or incomplete")
-        for key in ("backend", "design", "privatization", "txmem", "safe_reuse",
-                    "txmem_membarrier"):
+        # The configuration in force: the front-end's keys and txmem's, then the backend's
+        # own (the STM's design and privatization; none for glock).
+        keys = ["backend", "cm", "nesting", "txmem", "safe_reuse", "txmem_membarrier"]
+        if tm.get("backend") == "stm":
+            keys += ["design", "privatization", "shift", "ort_log2"]
+        for key in keys:
             if key not in tm:
                 fail("tm lacks %r" % key)
         args = cmd[1:]
