@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# compare_itm.sh: txalloc's TM against GCC's libitm on the same intset code (issue 3).
+# compare_itm.sh: txalloc's TM against GCC's libitm on the same intset code
+# (docs/results/stm.md has its current tables).
 #
 #   bench/tm/compare_itm.sh [--build DIR] [--runs N] [--duration S] [--mode table|shift]
 #                           [--raw FILE] [-- EXTRA_INTSET_FLAGS...]

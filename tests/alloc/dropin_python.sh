@@ -1,6 +1,6 @@
 # Drop-in: python3 running a threaded, allocation-heavy script under LD_PRELOAD=libtxalloc.so
 # prints exactly what it prints with glibc malloc, and txalloc's statistics show it served
-# the interpreter. Also the exact command: the digit count of 0..10^6-1, 5888890.
+# the interpreter. Also the README's one-liner: the digit count of 0..10^6-1, 5888890.
 #
 # Workload: 8 threads (more than cores; the GIL switches between them every few ms, so
 # objects are freed by other threads than the ones that made them) each build dicts of
@@ -45,7 +45,7 @@ for i, d in enumerate(digests):
 PY
 dropin_compare python_threads 100000 env PYTHONMALLOC=malloc python3 "$DROPIN_TMP/threads.py" "$ROUNDS"
 
-# The command, verbatim.
+# The README's one-liner, verbatim.
 out=$(LD_PRELOAD=$TXALLOC_LIB TXALLOC_STATS=1 python3 -c 'print(sum(len(str(i)) for i in range(10**6)))' 2>"$DROPIN_TMP/oneliner.err")
 if [[ "$out" != 5888890 ]]; then dropin_fail "python one-liner printed '$out', want 5888890"; fi
 mallocs=$(dropin_stats_mallocs "$DROPIN_TMP/oneliner.err")

@@ -1,7 +1,8 @@
 /* fork() racing the creation of the first thread heaps and the allocator's slow paths:
  * the child must not find any allocator lock held by a thread that does not exist in it.
- * (Regression test: before 09d6afb the fork handlers were registered at the first heap
- * creation, and a fork racing it deadlocked the child on the region lock.)
+ * The fork handlers are therefore registered before any thread may use the allocator
+ * (init.c): registered at the first heap creation, a fork racing that creation would
+ * deadlock the child on the region lock.
  *
  * Workload: R rounds, each in a fresh process forked from a main process that never calls
  * the allocator, so the process's very first heaps are being created: 8 new threads (more

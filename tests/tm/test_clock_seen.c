@@ -7,7 +7,7 @@
  *   read-only   a read-only block sees A's values too; on the configurations whose first
  *               attempts start from the last clock seen (etl designs, cm other than kill)
  *               it restarts exactly once (read_only), under ctl-wb at most once, with the
- *               lock backend and cm=kill never;
+ *               glock backend and cm=kill never;
  *   after       the TM_FRESH_BEGINS blocks after such a restart load the clock: read-only
  *               blocks that each follow a commit of A never restart;
  *   new thread  a thread's first block starts from the clock of its set-up, not from an
@@ -23,7 +23,7 @@ static struct {
   _Alignas(256) uint64_t own; /* B's own word */
 } m;
 
-/* 0: first attempts always load the clock (the lock backend, cm=kill); 1: they start from
+/* 0: first attempts always load the clock (the glock backend, cm=kill); 1: they start from
  * the last value seen (etl designs); 2: sometimes (ctl-wb: after a block that wrote, the
  * next begins on the general path, which loads the clock). */
 static int from_seen;

@@ -9,7 +9,7 @@
  *   - a cancelled top-level block ends the transaction (depth 0, the next block is fresh);
  *   - `continue` ends a block with its commit;
  *   - the counters see every restart and cancel.
- * Every design and the lock backend. */
+ * Every design and the glock backend. */
 #include "test_entry.h"
 
 static entry_state st;

@@ -11,7 +11,7 @@
  *     keeps its value;
  *   - blocks in a loop: the counter and the function's other locals, not modified in the
  *     block, keep their values across restarts from the commit.
- * Under the lock backend no commit fails (the other thread would wait for this one): the
+ * Under the glock backend no commit fails (the other thread would wait for this one): the
  * blocks run once. The sanitizer builds use the portable entry: the same checks. */
 #include "tm_test.h"
 
@@ -42,7 +42,7 @@ static void *other_thread(void *arg) {
 }
 
 /* Called inside a block that read mem.x: another thread commits a new mem.x, so this
- * block's commit fails validation. Under the lock backend nothing happens. */
+ * block's commit fails validation. Under the glock backend nothing happens. */
 static void commit_x_elsewhere(void) {
   if (lock_backend) return;
   int n = flag_add(&requests, 1);

@@ -5,7 +5,7 @@
  * must be able to use the runtime: run a block, read the statistics, leave the thread
  * (tm_thread_exit) and set it up again with another block. A child that finds the lock
  * held by a thread that does not exist in it hangs: its alarm turns that into a failure.
- * Every design and the lock backend. */
+ * Every design and the glock backend. */
 #include <sys/wait.h>
 
 #include "tm_test.h"
@@ -28,8 +28,8 @@ static void *stats_reader(void *arg) {
 }
 
 /* Sets up and leaves, with no transaction: a transaction in flight at the fork would leave
- * its locks (or the lock backend's global lock) held in the child, which no handler can
- * undo; this test is about the runtime's own mutexes. */
+ * its locks (or glock's global lock) held in the child, which no handler can undo; this
+ * test is about the runtime's own mutexes. */
 static void short_lived(int index, void *arg) {
   (void)index;
   (void)arg;

@@ -16,7 +16,7 @@
  *     is what tm_record_commit_general gives for the words written under that lock;
  *   - a commit of several entries after a snapshot reset (it validates, commit_publish).
  * Registered on every design, flat nesting, attribution off, shift 8 (general summaries),
- * cm=kill, and the lock backend (tests/tm/CMakeLists.txt). */
+ * cm=kill, and the glock backend (tests/tm/CMakeLists.txt). */
 #include "tm/stm_internal.h"
 #include "tm_test.h"
 

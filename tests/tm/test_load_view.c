@@ -1,5 +1,5 @@
 /* The inline load path's "off" view (tm.h: tm_fast_view_ is never NULL; outside a
- * transaction, in an irrevocable one, under ctl-wb, the mixing hash or the lock backend it
+ * transaction, in an irrevocable one, under ctl-wb, the mixing hash or the glock backend it
  * is tm_view_off_, whose lock check always fails, so the load goes to the library). Checks
  * that tm_load gives the right value everywhere the view is off or changes:
  *   - in a new thread that never ran a transaction, and in the main thread before its first;
@@ -10,7 +10,7 @@
  * that the view is off again after each block (a view left on returns right values here but
  * logs reads outside any transaction), and that tm_view_off_ itself is never written (it is
  * shared by every thread).
- * Every design and the lock backend. */
+ * Every design and the glock backend. */
 #include "tm_test.h"
 
 static struct {

@@ -12,7 +12,7 @@
  *     hold of the threads lock; with two holds, a thread exiting in between was in
  *     neither, and this check failed in most runs);
  *   - at the end: the exact counts, whatever the threads' exits.
- * Every design and the lock backend. */
+ * Every design and the glock backend. */
 #include "tm_test.h"
 
 enum { THREADS = 3, WAVES = 8, UPDATES = 600, READS = 600 };
@@ -89,7 +89,7 @@ int main(void) {
   CHECK(s.commits_read_only == reads);
   CHECK(s.commits_irrevocable == 0);
   /* Update commits never abort here (each thread writes its own word); the restarted
-   * read-only blocks commit after one abort; under the lock backend nothing else aborts. */
+   * read-only blocks commit after one abort; under the glock backend nothing else aborts. */
   CHECK(s.retry_histogram[1] >= restarted);
   CHECK(tm_test_cause(&s, TM_ABORT_EXPLICIT) == restarted);
   for (int t = 0; t < THREADS; t++) CHECK(mem[t].w == (uint64_t)WAVES * UPDATES);

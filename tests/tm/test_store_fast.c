@@ -19,7 +19,7 @@
  *     store must extend the snapshot, which fails here (a word we read changed), so the
  *     attempt never reads the stripe's other words at a version its other reads miss.
  * Registered on every design, flat nesting, attribution and privatization off, shift 8 (no
- * inline summary), cm=kill, and the lock backend (tests/tm/CMakeLists.txt). */
+ * inline summary), cm=kill, and the glock backend (tests/tm/CMakeLists.txt). */
 #include "tm/stm_internal.h"
 #include "tm_test.h"
 

@@ -12,12 +12,12 @@
  *   - fresh readers: short-lived threads whose first transaction runs on a new or reused
  *     record; half of them (all in phase 2) are set up outside a transaction first
  *     (txmem_flush), so that no setup barrier drains the store buffer before that first
- *     begin (before f63b382 such a record showed 0, which scans skipped without a membarrier);
+ *     begin (such a record must not show 0, which scans skip without a membarrier);
  *   - writers that unlink the list's first node at every commit, free it (inside the
  *     transaction or with txmem_retire after it), mostly force a scan at once (txmem_flush)
  *     and are replaced by new threads after 16 to 100 commits, the last one not flushed, so
- *     that limbo entries held back by readers become orphans while other threads scan (before
- *     f63b382 a scan released orphans tagged after it by its own bound);
+ *     that limbo entries held back by readers become orphans while other threads scan (a
+ *     scan may release only orphans tagged before it began);
  *   - more threads than the machine has cores.
  * Phase 1 runs all of them; phase 2 only one writer and fresh readers, so that no reader
  * between transactions makes the scans run membarrier on the fresh readers' behalf.
