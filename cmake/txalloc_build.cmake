@@ -22,17 +22,19 @@ else()
   set(TXALLOC_BUILD_PRELOAD ON)
 endif()
 
+include(${CMAKE_CURRENT_LIST_DIR}/txalloc_layers.cmake)
+
 # txalloc_layer(NAME <layer> SOURCES <files...>)
-# One object library per layer of DESIGN.md (util, os, alloc, tm, txmem). The objects of
-# all layers are collected into the global property TXALLOC_OBJECTS, from which
-# src/CMakeLists.txt builds the static and shared libraries.
+# One object library per layer (src/CMakeLists.txt lists them with their rules). Its
+# sources see include/ and the layer's view of src/ (txalloc_layer_view), nothing else of
+# src/. The objects of all layers are collected into the global property TXALLOC_OBJECTS,
+# from which src/CMakeLists.txt builds the static and shared libraries.
 function(txalloc_layer)
   cmake_parse_arguments(L "" "NAME" "SOURCES" ${ARGN})
   set(target txalloc_${L_NAME})
   add_library(${target} OBJECT ${L_SOURCES})
-  target_include_directories(${target}
-    PUBLIC ${PROJECT_SOURCE_DIR}/include
-    PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  txalloc_layer_view(${L_NAME} view)
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/include PRIVATE ${view})
   target_compile_options(${target} PRIVATE ${TXALLOC_WARNINGS}
     -fvisibility=hidden -ftls-model=initial-exec -fno-plt)
   target_compile_definitions(${target} PRIVATE TXALLOC_BUILDING=1)
