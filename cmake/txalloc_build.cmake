@@ -15,6 +15,24 @@ if(TXALLOC_SANITIZE)
   add_link_options(${TXALLOC_SANITIZER_FLAGS})
 endif()
 
+# Debug assertions of internal invariants (TXALLOC_ASSERT, src/util/debug_assert.h): ON or
+# OFF, or empty for the default, ON exactly in the sanitizer builds.
+set(TXALLOC_DEBUG "" CACHE STRING "Check internal invariants: ON, OFF, or empty (ON in sanitizer builds)")
+if(TXALLOC_DEBUG STREQUAL "")
+  if(TXALLOC_SANITIZE)
+    set(TXALLOC_DEBUG_ON ON)
+  else()
+    set(TXALLOC_DEBUG_ON OFF)
+  endif()
+elseif(TXALLOC_DEBUG)
+  set(TXALLOC_DEBUG_ON ON)
+else()
+  set(TXALLOC_DEBUG_ON OFF)
+endif()
+if(TXALLOC_DEBUG_ON)
+  add_compile_definitions(TXALLOC_DEBUG=1)
+endif()
+
 # True when this build produces (and tests) the malloc-overriding drop-in library.
 if(TXALLOC_SANITIZE)
   set(TXALLOC_BUILD_PRELOAD OFF)
