@@ -10,6 +10,7 @@
 #define TXALLOC_ALLOC_DIRECT_H
 
 #include "alloc/layout.h"
+#include "util/debug_assert.h"
 
 /* Defined in heap.c and large.c; declared here for the inline operations below. */
 void txa_heap_release_block(txa_heap *h, txa_block *b); /* empty non-current block */
@@ -23,6 +24,7 @@ size_t txa_large_usable(const void *p);                 /* 0 if p is not a live 
 static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
   void *p = b->free;
   if (TXA_LIKELY(p != NULL)) {
+    TXALLOC_ASSERT(b->used < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
     b->free = txa_decode(*(uintptr_t *)p, b->key);
     *(uintptr_t *)p = 0;
     b->used++;
@@ -33,6 +35,7 @@ static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
         TXA_UNLIKELY(atomic_load_explicit(&b->public_free, memory_order_relaxed) != 0))
       return NULL;
     p = b->bump;
+    TXALLOC_ASSERT(b->used < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
     b->bump += b->obj_size;
     b->used++;
     return p;
@@ -53,6 +56,8 @@ static inline void txa_bump_counter(uint64_t *p, uint64_t n) {
  * private list, count it, and hand the block back when it empties (unless it is the bin's
  * current block, which stays for the next allocation). */
 static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c) {
+  TXALLOC_ASSERT(atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
+  TXALLOC_ASSERT(c == b->class_id && b->used > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
   *(uintptr_t *)p = txa_encode(b->free, b->key);
   b->free = p;
   txa_bump_counter(&h->cls[c].frees, 1);
