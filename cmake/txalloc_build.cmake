@@ -15,6 +15,24 @@ if(TXALLOC_SANITIZE)
   add_link_options(${TXALLOC_SANITIZER_FLAGS})
 endif()
 
+# Debug assertions of internal invariants (TXALLOC_ASSERT, src/util/debug_assert.h): ON or
+# OFF, or empty for the default, ON exactly in the sanitizer builds.
+set(TXALLOC_DEBUG "" CACHE STRING "Check internal invariants: ON, OFF, or empty (ON in sanitizer builds)")
+if(TXALLOC_DEBUG STREQUAL "")
+  if(TXALLOC_SANITIZE)
+    set(TXALLOC_DEBUG_ON ON)
+  else()
+    set(TXALLOC_DEBUG_ON OFF)
+  endif()
+elseif(TXALLOC_DEBUG)
+  set(TXALLOC_DEBUG_ON ON)
+else()
+  set(TXALLOC_DEBUG_ON OFF)
+endif()
+if(TXALLOC_DEBUG_ON)
+  add_compile_definitions(TXALLOC_DEBUG=1)
+endif()
+
 # True when this build produces (and tests) the malloc-overriding drop-in library.
 if(TXALLOC_SANITIZE)
   set(TXALLOC_BUILD_PRELOAD OFF)
@@ -22,17 +40,19 @@ else()
   set(TXALLOC_BUILD_PRELOAD ON)
 endif()
 
+include(${CMAKE_CURRENT_LIST_DIR}/txalloc_layers.cmake)
+
 # txalloc_layer(NAME <layer> SOURCES <files...>)
-# One object library per layer of DESIGN.md (util, os, alloc, tm, txmem). The objects of
-# all layers are collected into the global property TXALLOC_OBJECTS, from which
-# src/CMakeLists.txt builds the static and shared libraries.
+# One object library per layer (src/CMakeLists.txt lists them with their rules). Its
+# sources see include/ and the layer's view of src/ (txalloc_layer_view), nothing else of
+# src/. The objects of all layers are collected into the global property TXALLOC_OBJECTS,
+# from which src/CMakeLists.txt builds the static and shared libraries.
 function(txalloc_layer)
   cmake_parse_arguments(L "" "NAME" "SOURCES" ${ARGN})
   set(target txalloc_${L_NAME})
   add_library(${target} OBJECT ${L_SOURCES})
-  target_include_directories(${target}
-    PUBLIC ${PROJECT_SOURCE_DIR}/include
-    PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  txalloc_layer_view(${L_NAME} view)
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/include PRIVATE ${view})
   target_compile_options(${target} PRIVATE ${TXALLOC_WARNINGS}
     -fvisibility=hidden -ftls-model=initial-exec -fno-plt)
   target_compile_definitions(${target} PRIVATE TXALLOC_BUILDING=1)

@@ -66,6 +66,7 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   b->obj_size = ci->size;
   b->class_id = (uint16_t)c;
   b->zero_bump = zero;
+  TXALLOC_ASSERT(b->capacity > 0 && b->bump_end <= (char *)b + txa_span_size(b->span_kind));
   atomic_store_explicit(&b->public_free, 0, memory_order_relaxed);
   atomic_store_explicit(&b->owner, h, memory_order_relaxed);
 }
@@ -114,6 +115,7 @@ static void bin_insert(txa_bin *bn, txa_block *b) {
 }
 
 static void bin_remove(txa_bin *bn, txa_block *b) {
+  TXALLOC_ASSERT(bn->blocks > 0 && b != &txa_empty_block);
   if (b->next == b) {
     bn->head = NULL;
     bn->current = &txa_empty_block;
@@ -128,6 +130,7 @@ static void bin_remove(txa_bin *bn, txa_block *b) {
 }
 
 void txa_heap_release_block(txa_heap *h, txa_block *b) {
+  TXALLOC_ASSERT(b->used == 0 && atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
   bin_remove(&h->bins[b->class_id], b);
   atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
   atomic_fetch_sub_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
@@ -141,6 +144,7 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
   for (int tries = 0; tries < 4; tries++) {
     txa_block *b = txa_store_pop_abandoned(c);
     if (!b) break;
+    TXALLOC_ASSERT(atomic_load_explicit(&b->owner, memory_order_relaxed) == NULL);
     atomic_store_explicit(&b->owner, h, memory_order_relaxed);
     txa_block_repatriate(b);
     TXA_COUNT(h, blocks_adopted, 1);

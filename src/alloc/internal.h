@@ -1,116 +1,17 @@
-/* The allocator's internal types and invariants (McRT-Malloc §3, made production grade).
- *
- * Glossary
- *   granule   1 MiB of address space; the unit of the region map and of carving.
- *   region    a large reservation (option region_mb) carved into granules on demand.
- *   chunk     a carved granule: 64 small blocks, one medium span, or allocator metadata.
- *   block     an aligned span holding objects of one size class: 16 KiB (small classes)
- *             or 1 MiB (medium classes). Its header sits at its start.
- *   object    what malloc returns. Small/medium objects have no header.
- *   large     objects above the largest class: their own mapping (whole granules), a
- *             64-byte header just before the object, cached for reuse when freed.
- *   heap      a thread's bins (one per class) of blocks; reached through initial-exec TLS.
- *   store     global non-blocking LIFOs of empty blocks (per span kind: young, old and
- *             decommitted generations) and of abandoned part-used blocks (per class).
- *
- * Free lists: objects on a block's private or public list hold, in their first word, the
- * link to the next object XOR the block's key (0 ^ key ends a list). The private head is
- * a raw pointer; the public head is packed with the list length (txa_public_pack). A live
- * object's first word is zeroed when it leaves the private list, and the key is fresh for
- * every block lifetime (so stale links in a reused bump area never decode), so a free whose
- * object still decodes to a link into its own block is a double free.
- *
- * Counts: `used` = objects neither on the private list nor in the bump area; objects on
- * the public list still count until their owner repatriates them, so used == 0 means no
- * live object and no pending remote free: only then is a block returned to the store. */
+/* The allocator's internal interface: the functions its files share. Types, glossary and
+ * invariants: alloc/layout.h; inline fast-path operations: alloc/alloc_direct.h. */
 #ifndef TXALLOC_ALLOC_INTERNAL_H
 #define TXALLOC_ALLOC_INTERNAL_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
+#include "alloc/alloc_direct.h"
 #include "os/os_mem.h"
-#include "txalloc/txalloc.h"
 #include "util/options.h"
 
-#define TXA_LIKELY(x) __builtin_expect(!!(x), 1)
-#define TXA_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define TXA_CACHE_LINE 64
-
-/* ---- Geometry ---- */
-#define TXA_BLOCK_SHIFT 14 /* small blocks: 16 KiB, aligned to their size */
-#define TXA_BLOCK_SIZE ((size_t)1 << TXA_BLOCK_SHIFT)
-#define TXA_GRANULE_SHIFT 20 /* region map unit, chunk size, medium span size */
-#define TXA_GRANULE ((size_t)1 << TXA_GRANULE_SHIFT)
-#define TXA_MEDIUM_SPAN TXA_GRANULE
-#define TXA_ADDRESS_BITS 47  /* user address space of x86-64 4-level paging */
-#define TXA_MAP_LEAF_BITS 14 /* a leaf of the region map covers 2^14 granules = 16 GiB */
-#define TXA_MAP_LEAF_ENTRIES ((size_t)1 << TXA_MAP_LEAF_BITS)
-#define TXA_MAP_ROOT_ENTRIES                                                                       \
-  ((size_t)1 << (TXA_ADDRESS_BITS - TXA_GRANULE_SHIFT - TXA_MAP_LEAF_BITS))
-#define TXA_BLOCK_HEADER 192 /* three cache lines, see txa_block */
-
 /* ---- Size classes (size_class.c) ---- */
-#define TXA_CLASSES 88                      /* 8 by 16 B up to 128 B, then 8 per doubling */
-#define TXA_SMALL_MAX ((size_t)1024)        /* classes up to here live in 16 KiB blocks */
-#define TXA_MEDIUM_MAX ((size_t)128 * 1024) /* largest class; above: large objects */
-#define TXA_LARGE_HEADER 64
-
-typedef struct txa_class_info {
-  uint32_t size;         /* object size, a multiple of 16 */
-  uint32_t first_offset; /* offset of object 0 from the block start */
-  uint32_t capacity;     /* objects per block */
-  uint32_t span_shift;   /* log2 of the block size */
-  uint32_t align;        /* every object of the class is aligned to this */
-  uint64_t inverse;      /* floor(2^40 / size) + 1: offset / size by multiplication */
-} txa_class_info;
-
-extern txa_class_info txa_classes[TXA_CLASSES];
-/* Class of a request of `size` bytes (size <= TXA_MEDIUM_MAX). */
-extern uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
-extern uint8_t txa_class_by_128[TXA_MEDIUM_MAX / 128 + 1];
-static inline unsigned txa_size_class(size_t size) {
-  return size <= TXA_SMALL_MAX ? txa_class_by_16[(size + 15) >> 4]
-                               : txa_class_by_128[(size + 127) >> 7];
-}
 /* Fills the class table (the one function a placement policy replaces). */
 void txa_classes_init(void);
 
 /* ---- Region map (region.c) ---- */
-enum txa_kind {
-  TXA_KIND_NONE = 0, /* not ours */
-  TXA_KIND_RESERVED, /* reserved by a region but not carved yet */
-  TXA_KIND_SMALL,    /* chunk of 16 KiB blocks */
-  TXA_KIND_MEDIUM,   /* one 1 MiB medium block */
-  TXA_KIND_LARGE,    /* large-object mapping (live or cached) */
-  TXA_KIND_META,     /* allocator metadata (heaps) */
-};
-/* Two levels: a static root of 8192 leaf pointers; a leaf (16 KiB, one byte per granule)
- * is mapped when the first granule it covers becomes ours, and is never unmapped. */
-extern _Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
-
-static inline unsigned txa_kind_of(uintptr_t a) {
-  if (TXA_UNLIKELY(a >> TXA_ADDRESS_BITS)) return TXA_KIND_NONE;
-  uint8_t *leaf = atomic_load_explicit(
-      &txa_region_map[a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS)], memory_order_acquire);
-  if (TXA_UNLIKELY(!leaf)) return TXA_KIND_NONE;
-  return __atomic_load_n(&leaf[(a >> TXA_GRANULE_SHIFT) & (TXA_MAP_LEAF_ENTRIES - 1)],
-                         __ATOMIC_RELAXED);
-}
-/* Block-store links live outside the blocks (so that a decommitted block keeps no page):
- * one 64-bit word per 16 KiB of address space, in 8 MiB leaves (lazily backed) created
- * with the region-map leaf covering the same 16 GiB. */
-extern _Atomic(_Atomic(uint64_t) *) txa_link_map[TXA_MAP_ROOT_ENTRIES];
-static inline _Atomic(uint64_t) *txa_block_link(const void *b) {
-  uintptr_t a = (uintptr_t)b;
-  _Atomic(uint64_t) *leaf = atomic_load_explicit(
-      &txa_link_map[a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS)], memory_order_acquire);
-  return &leaf[(a >> TXA_BLOCK_SHIFT) &
-               (((uintptr_t)1 << (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS - TXA_BLOCK_SHIFT)) - 1)];
-}
 /* Marks the granules of [start, start+size) as `kind`. False when a leaf could not be
  * mapped (out of memory); marking as TXA_KIND_NONE never fails. */
 bool txa_map_set(uintptr_t start, size_t size, unsigned kind);
@@ -120,65 +21,6 @@ bool txa_map_set(uintptr_t start, size_t size, unsigned kind);
 void *txa_region_fresh_block(unsigned kind);
 /* Metadata memory (zeroed, never freed). */
 void *txa_region_meta(size_t size);
-
-/* ---- Blocks ---- */
-typedef struct txa_heap txa_heap;
-typedef struct txa_block txa_block;
-struct txa_block {
-  /* line 0: written by the owner only (fast paths) */
-  void *free;        /* private free list: head raw, links encoded */
-  char *bump;        /* next never-used object */
-  char *bump_end;    /* end of the last whole object */
-  uintptr_t key;     /* copy of key for the owner's fast path */
-  txa_block *next;   /* bin ring */
-  txa_block *prev;   /* bin ring */
-  uint32_t used;     /* objects out of the private list and bump area (public included) */
-  uint32_t obj_size; /* copy of the class size */
-  uint16_t class_id; /* size class */
-  uint8_t zero_bump; /* the bump area reads as zero (fresh or decommitted memory) */
-  uint8_t pad0[5];
-  /* line 1: written when the block changes hands; read by every thread that frees */
-  _Alignas(TXA_CACHE_LINE) _Atomic(txa_heap *) owner; /* NULL: in the store or abandoned */
-  uintptr_t key_shared; /* link encoding key, random per block lifetime */
-  uint64_t inverse;     /* see txa_class_info */
-  uint32_t capacity;    /* objects in the block; 0 while the block is empty/in the store */
-  uint32_t first_offset;
-  uint32_t size; /* object size */
-  uint16_t class_shared;
-  uint8_t span_kind; /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
-  /* line 2: the public free list, target of remote frees' CAS: head and length packed in
-   * one word (txa_public_pack), so the owner takes both with one exchange. */
-  _Alignas(TXA_CACHE_LINE) _Atomic(uint64_t) public_free;
-};
-_Static_assert(sizeof(txa_block) <= TXA_BLOCK_HEADER, "block header too big");
-
-static inline size_t txa_span_size(unsigned kind) {
-  return kind == TXA_KIND_SMALL ? TXA_BLOCK_SIZE : TXA_MEDIUM_SPAN;
-}
-static inline txa_block *txa_block_of(uintptr_t a, unsigned kind) {
-  return (txa_block *)(a & ~(uintptr_t)(txa_span_size(kind) - 1));
-}
-/* Index of the object starting at a in block b, or -1 when a is not an object start (an
- * interior pointer, the header, past the last object; an empty block has capacity 0). */
-static inline int64_t txa_object_index(const txa_block *b, uintptr_t a) {
-  uint64_t off = (uint64_t)(a - (uintptr_t)b) - b->first_offset;
-  uint64_t idx = (off * b->inverse) >> 40;
-  if (TXA_UNLIKELY(off >= TXA_GRANULE || idx >= b->capacity || idx * b->size != off)) return -1;
-  return (int64_t)idx;
-}
-static inline uintptr_t txa_encode(void *next, uintptr_t key) { return (uintptr_t)next ^ key; }
-static inline void *txa_decode(uintptr_t link, uintptr_t key) { return (void *)(link ^ key); }
-
-/* The public list word: object address >> 4 (objects are 16-aligned below 2^47: 43 bits)
- * and the number of objects on the list in the top 21 bits (a block holds < 2^21). */
-#define TXA_PUBLIC_PTR_BITS 43
-static inline uint64_t txa_public_pack(void *head, uint64_t count) {
-  return ((uintptr_t)head >> 4) | (count << TXA_PUBLIC_PTR_BITS);
-}
-static inline void *txa_public_head(uint64_t w) {
-  return (void *)(uintptr_t)((w & ((UINT64_C(1) << TXA_PUBLIC_PTR_BITS) - 1)) << 4);
-}
-static inline uint32_t txa_public_count(uint64_t w) { return (uint32_t)(w >> TXA_PUBLIC_PTR_BITS); }
 
 /* ---- Block store (block_store.c) ---- */
 void txa_store_push_empty(txa_block *b);
@@ -197,44 +39,8 @@ void txa_store_maybe_purge(void);
 void txa_store_reclaim_abandoned(void);
 
 /* ---- Thread heaps (heap.c) ---- */
-enum txa_counter {
-#define TXA_COUNTER_ID_(name, doc) TXA_C_##name,
-  TXALLOC_STATS_COUNTERS(TXA_COUNTER_ID_)
-#undef TXA_COUNTER_ID_
-      TXA_COUNTERS
-};
-
-typedef struct txa_bin {
-  txa_block *current; /* never NULL: &txa_empty_block when the bin has no block */
-  txa_block *head;    /* the distinguished bin head of §3.3; NULL when empty */
-  uint32_t blocks;    /* blocks in the ring */
-  uint32_t visited;   /* blocks inspected in the current traversal */
-  uint64_t free_seen; /* free objects found on arriving at blocks, this traversal */
-  uint64_t cap_seen;  /* capacity of the blocks inspected, this traversal */
-  bool grow;          /* last traversal found < bin_grow_percent free: add a block */
-} txa_bin;
-
-typedef struct txa_class_counters {
-  uint64_t allocs, frees, remote_frees;
-} txa_class_counters;
-
-struct txa_heap {
-  txa_bin bins[TXA_CLASSES];
-  /* Statistics: written by the owning thread only (relaxed atomic stores, plain moves on
-   * x86-64), read by txalloc_stats_get. */
-  txa_class_counters cls[TXA_CLASSES];
-  uint64_t counters[TXA_COUNTERS];
-  txa_heap *all_next;  /* registry of every heap ever made (never unlinked) */
-  txa_heap *pool_next; /* free heaps, ready for a new thread */
-  bool in_use;
-};
-
-extern txa_block txa_empty_block; /* sentinel: no free object, no bump space */
-extern __thread txa_heap *txa_tls_heap;
-
 txa_heap *txa_heap_get_slow(void); /* creates the calling thread's heap (or NULL) */
-void *txa_heap_alloc_slow(txa_heap *h, unsigned c);     /* refill the bin, then allocate */
-void txa_heap_release_block(txa_heap *h, txa_block *b); /* empty non-current block */
+void *txa_heap_alloc_slow(txa_heap *h, unsigned c); /* refill the bin, then allocate */
 void txa_heap_abandon(txa_heap *h);
 void txa_heap_tls_destructor(void *arg); /* pthread key destructor */
 void txa_heap_trim(txa_heap *h);         /* return empty non-current blocks to the store */
@@ -246,86 +52,6 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero);
  * walked only when the private list is not empty, to find its tail); returns the number
  * of objects moved. */
 uint32_t txa_block_repatriate(txa_block *b);
-
-/* Takes one object from b's private list, else from its bump area; NULL when b is full.
- * Owner only. The object's first word (its old link) is zeroed so that only objects on a
- * free list carry a valid encoded link. `prefer_public`: return NULL instead of bumping
- * while objects wait on the public list, so that the caller (the slow path) reuses them
- * first; this keeps the touched part of a block small when other threads free into it. */
-static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
-  void *p = b->free;
-  if (TXA_LIKELY(p != NULL)) {
-    b->free = txa_decode(*(uintptr_t *)p, b->key);
-    *(uintptr_t *)p = 0;
-    b->used++;
-    return p;
-  }
-  if (b->bump != b->bump_end) {
-    if (prefer_public &&
-        TXA_UNLIKELY(atomic_load_explicit(&b->public_free, memory_order_relaxed) != 0))
-      return NULL;
-    p = b->bump;
-    b->bump += b->obj_size;
-    b->used++;
-    return p;
-  }
-  return NULL;
-}
-static inline void *txa_block_take(txa_block *b) { return txa_block_take_from(b, true); }
-
-static inline uint64_t txa_rd(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-/* Owner-only counter bump: a relaxed load and store, no locked instruction. */
-static inline void txa_bump_counter(uint64_t *p, uint64_t n) {
-  __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
-}
-#define TXA_COUNT(h, name, n) txa_bump_counter(&(h)->counters[TXA_C_##name], (n))
-
-/* The owner's free of object p of class c in block b, once the caller has established that
- * h owns b and p is a live object (public free, txmem's balanced free): link p into the
- * private list, count it, and hand the block back when it empties (unless it is the bin's
- * current block, which stays for the next allocation). */
-static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c) {
-  *(uintptr_t *)p = txa_encode(b->free, b->key);
-  b->free = p;
-  txa_bump_counter(&h->cls[c].frees, 1);
-  if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
-}
-
-/* ---- Global state (init.c, stats.c) ---- */
-typedef struct txa_globals {
-  uintptr_t secret;      /* random, for block keys */
-  pthread_key_t tls_key; /* destructor hands the heap back at thread exit */
-  bool secure, free_check;
-  uint32_t bin_search, bin_grow_percent;
-  uint64_t decommit_delay_ms, decommit_threshold, large_cache_max;
-  size_t region_size;
-  int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
-} txa_globals;
-extern txa_globals txa_g;
-
-/* txalloc_free's common case (alloc.c), shared with txmem's release of committed frees,
- * which knows the chunk kind from its own earlier lookup (a carved granule keeps its kind
- * for the life of the process: region.c never uncarves). pre: p lies in a chunk of span
- * kind `kind` (SMALL or MEDIUM). When p is an object start of a block the calling thread
- * owns and does not look free (and not in secure mode), frees it and returns true.
- * Otherwise does nothing and returns false: txalloc_free's checked path must take p
- * (remote frees, bad and double frees, which it reports). */
-static inline bool txa_free_owned(void *p, unsigned kind) {
-  uintptr_t a = (uintptr_t)p;
-  txa_block *b = txa_block_of(a, kind);
-  txa_heap *h = txa_tls_heap;
-  if (TXA_LIKELY(h != NULL) && atomic_load_explicit(&b->owner, memory_order_relaxed) == h &&
-      TXA_LIKELY(txa_object_index(b, a) >= 0)) {
-    uintptr_t key = b->key;
-    uintptr_t d = *(uintptr_t *)p ^ key;
-    if (TXA_LIKELY(!txa_g.free_check || (d != 0 && d - (uintptr_t)b >= txa_span_size(kind))) &&
-        TXA_LIKELY(!txa_g.secure)) {
-      txa_owner_free(h, b, p, b->class_id);
-      return true;
-    }
-  }
-  return false;
-}
 
 /* 0 none; (pid << 2) | 1 running; (pid << 2) | 2 ready but fork handlers being registered
  * (only the initialising thread proceeds); TXA_INIT_DONE (init.c). */
@@ -352,7 +78,6 @@ void txa_stats_fold_heap(txa_heap *h); /* exited heap's counters into the global
 /* ---- Large objects (large.c) ---- */
 void *txa_large_alloc(size_t size, size_t align, bool zero);
 void txa_large_free(void *p, const char *op);           /* reports bad pointers */
-size_t txa_large_usable(const void *p);                 /* 0 if p is not a live large object */
 void *txa_large_realloc_in_place(void *p, size_t size); /* p, or NULL if it cannot */
 void txa_large_cache_flush(void);
 

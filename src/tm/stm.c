@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "tm/stm_access.h"
+#include "util/debug_assert.h"
 
 tm_clock_line tm_clock;
 tm_irrevocable_line tm_irrevocable;
@@ -251,6 +252,8 @@ static uint64_t read_consistent(tm_tx *tx, uintptr_t w) {
         continue;
       }
     }
+    /* I3: unlocked, inside the snapshot */
+    TXALLOC_ASSERT(!(l & 1) && l <= __atomic_load_n(&tx->end, __ATOMIC_RELAXED));
     rset_push(tx, l, w);
     return v;
   }
@@ -357,6 +360,7 @@ static void etl_store(tm_tx *tx, uintptr_t w, uint64_t value, uint64_t mask) {
      * inside the snapshot. */
     if (l > __atomic_load_n(&tx->end, __ATOMIC_RELAXED) && tx->mode != TM_MODE_IRREVOCABLE)
       extend_or_abort(tx, TM_ABORT_VALIDATE_EXTEND);
+    TXALLOC_ASSERT(owned_by(tx, __atomic_load_n(lock, __ATOMIC_RELAXED))); /* I1 */
     if (in_place) word_write(w, value, mask);
     return;
   }
@@ -541,6 +545,7 @@ static inline __attribute__((always_inline)) void write_back_release(tm_tx *tx, 
   const unsigned summary = !stm_cfg.attribution ? 0 : stm_cfg.shift <= 7 ? 1 : 2;
   for (size_t i = 0, n = tx->wn; i < n; i++) {
     tm_wentry *e = &ws[i];
+    TXALLOC_ASSERT(owned_by(tx, __atomic_load_n(e->lock, __ATOMIC_RELAXED))); /* I1 */
     word_write(e->addr, e->value, e->mask);
     uint64_t *lock = e->lock;
     /* Our own lock word: only we change it while we hold it. */
@@ -549,6 +554,7 @@ static inline __attribute__((always_inline)) void write_back_release(tm_tx *tx, 
       tm_record_commit_chain(lock, e, e->saved);
     else if (summary)
       tm_record_commit_general(lock, e, e->saved);
+    TXALLOC_ASSERT(tm_word_version(version) > tm_word_version(e->saved)); /* I2 */
     __atomic_store_n(lock, version, __ATOMIC_RELEASE);
   }
 }
@@ -593,6 +599,8 @@ static inline __attribute__((always_inline)) void privatization_barrier(tm_tx *t
  * PENDING under privatization): validation unless nobody committed since our snapshot,
  * write-back, release, the privatization barrier. */
 static __attribute__((noinline)) void commit_publish(tm_tx *tx, uint64_t ts) {
+  /* I2: ts was taken with every lock held */
+  TXALLOC_ASSERT(tx->mode != TM_MODE_CTL_WB || tx->ctl_locked == tx->wn);
   if (tm_snapshot_bound(ts - 1) !=
       __atomic_load_n(&tx->end, __ATOMIC_RELAXED)) { /* commits since */
     size_t bad = validate(tx);
@@ -695,6 +703,7 @@ void stm_commit(tm_tx *tx) {
   if (privatization) __atomic_store_n(&tx->wb_ts, ts, __ATOMIC_RELAXED);
   uintptr_t w = e->addr;
   uint64_t *lock = e->lock;
+  TXALLOC_ASSERT(__atomic_load_n(lock, __ATOMIC_RELAXED) == locked_word(e)); /* I1 */
   word_write(w, e->value, ~UINT64_C(0));
   if (stm_cfg.attribution) tm_record_commit_word(lock, w, e->saved);
   __atomic_store_n(lock, tm_version_word(ts), __ATOMIC_RELEASE);

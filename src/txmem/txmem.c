@@ -76,6 +76,7 @@ static __attribute__((noinline)) void begin_top_publish(txmem_thread *t) {
 
 /* Counts the top-level begin; the announcement follows (a tail call when it is rare). */
 static inline bool begin_top_count(txmem_thread *t) {
+  txmem_assert_between_top(t);
   /* depth first (only this thread reads it), so that the rest can end in tail calls */
   t->depth = 1;
   if (TXMEM_UNLIKELY(++t->tx_pending == 0)) {
@@ -87,6 +88,10 @@ static inline bool begin_top_count(txmem_thread *t) {
 
 static inline void begin_nested(txmem_thread *t, unsigned depth) {
   uint64_t seq = ++t->ticket;
+  const txmem_level *parent = &t->levels[depth - 1];
+  /* I1 for the new level, and I2's order of seqs */
+  TXALLOC_ASSERT(parent->undo_start <= t->undo_len && parent->commit_start <= t->commit_len);
+  TXALLOC_ASSERT(parent->seq < seq);
   t->levels[depth] = (txmem_level){seq, t->undo_len, t->commit_len};
   t->cur_seq = seq;
   t->cur_undo_start = t->undo_len;
@@ -198,6 +203,10 @@ static __attribute__((noinline)) void commit_slow(txmem_thread *t, unsigned dept
     txmem_contract_error("commit: depth must be the innermost open level", depth, t->depth);
   /* depth >= 2 here: the top level's commit is txmem_tx_commit's own path. */
   const txmem_level *child = &t->levels[depth];
+  TXALLOC_ASSERT(t->levels[depth - 1].undo_start <= child->undo_start &&
+                 child->undo_start <= t->undo_len); /* I1 */
+  TXALLOC_ASSERT(t->levels[depth - 1].commit_start <= child->commit_start &&
+                 child->commit_start <= t->commit_len); /* I1 */
   if (t->commit_len > child->commit_start && t->txalloc)
     merge_child_frees(t, child, &t->levels[depth - 1]);
   t->depth = depth - 1;
@@ -215,6 +224,7 @@ void txmem_tx_commit(unsigned depth) {
   t->depth = 0;
   txmem_epoch_leave(t);
   if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
+  txmem_assert_between_top(t);
 }
 
 void txmem_tx_abort(unsigned depth) {
@@ -223,6 +233,7 @@ void txmem_tx_abort(unsigned depth) {
     txmem_contract_error("abort: depth must be an open level", depth, t->depth);
   const txmem_level *level = &t->levels[depth];
   size_t undo_start = level->undo_start;
+  TXALLOC_ASSERT(undo_start <= t->undo_len && level->commit_start <= t->commit_len); /* I1 */
   t->commit_len = level->commit_start;
   if (t->undo_len > undo_start) {
     uint64_t released = 0, bytes = 0;
@@ -252,6 +263,7 @@ void txmem_tx_abort(unsigned depth) {
     t->cur_seq = 0;
     t->cur_undo_start = 0;
     txmem_epoch_leave(t);
+    txmem_assert_between_top(t);
   }
 }
 

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "txalloc/txmem.h"
+#include "util/debug_assert.h"
 
 /* On the layer's shared data: declared hidden (their definitions are, by the build's
  * -fvisibility=hidden), the fast paths address them directly instead of through the GOT. */
@@ -266,6 +267,7 @@ static inline size_t txmem_index_find(const txmem_thread *t, const void *ptr) {
 /* Marks the live entry at pos dead and drops it from the index; trims dead entries at the
  * end of the log down to `floor` (the current level's undo_start). */
 static inline void txmem_undo_kill(txmem_thread *t, size_t pos, size_t floor) {
+  TXALLOC_ASSERT(pos < t->undo_len && t->undo[pos].ptr != NULL); /* a live entry */
   if (pos < t->indexed_upto) txmem_index_remove(t, t->undo[pos].ptr);
   t->undo[pos].ptr = NULL;
   t->undo_dead++;
@@ -275,6 +277,14 @@ static inline void txmem_undo_kill(txmem_thread *t, size_t pos, size_t floor) {
   }
   if (t->indexed_upto > t->undo_len) t->indexed_upto = t->undo_len;
 }
+/* I5, where a top level begins and where it has ended (debug builds). */
+static inline void txmem_assert_between_top(const txmem_thread *t) {
+  TXALLOC_ASSERT(t->depth == 0 && t->undo_len == 0 && t->commit_len == 0);
+  TXALLOC_ASSERT(t->cur_seq == 0 && t->cur_undo_start == 0);
+  TXALLOC_ASSERT(t->levels_cap <= 1 || (t->levels[1].seq == 0 && t->levels[1].undo_start == 0 &&
+                                        t->levels[1].commit_start == 0));
+}
+
 /* Drops entries [from, undo_len) from the index and the log (abort). */
 void txmem_undo_truncate(txmem_thread *t, size_t from);
 /* Forgets the whole log (top-level commit or abort after the objects were handled). */

@@ -1,0 +1,152 @@
+/* The allocator's inline operations that the layers above may use (txmem's txalloc
+ * strategy): take an object from the calling thread's bin, give one back, the usable size
+ * and owner check of an address. The allocator's own fast paths use the same operations
+ * (alloc.c). Nothing here calls into a transactional layer.
+ *
+ * Invariants the operations keep (alloc/layout.h): an object leaves the private list with
+ * its first word zeroed; `used` counts objects out of the private list and bump area;
+ * a block whose `used` drops to 0 goes back to the store unless it is its bin's current. */
+#ifndef TXALLOC_ALLOC_DIRECT_H
+#define TXALLOC_ALLOC_DIRECT_H
+
+#include "alloc/layout.h"
+#include "util/debug_assert.h"
+
+/* Defined in heap.c and large.c; declared here for the inline operations below. */
+void txa_heap_release_block(txa_heap *h, txa_block *b); /* empty non-current block */
+size_t txa_large_usable(const void *p);                 /* 0 if p is not a live large object */
+
+/* Takes one object from b's private list, else from its bump area; NULL when b is full.
+ * Owner only. The object's first word (its old link) is zeroed so that only objects on a
+ * free list carry a valid encoded link. `prefer_public`: return NULL instead of bumping
+ * while objects wait on the public list, so that the caller (the slow path) reuses them
+ * first; this keeps the touched part of a block small when other threads free into it. */
+static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
+  void *p = b->free;
+  if (TXA_LIKELY(p != NULL)) {
+    TXALLOC_ASSERT(b->used < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
+    b->free = txa_decode(*(uintptr_t *)p, b->key);
+    *(uintptr_t *)p = 0;
+    b->used++;
+    return p;
+  }
+  if (b->bump != b->bump_end) {
+    if (prefer_public &&
+        TXA_UNLIKELY(atomic_load_explicit(&b->public_free, memory_order_relaxed) != 0))
+      return NULL;
+    p = b->bump;
+    TXALLOC_ASSERT(b->used < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
+    b->bump += b->obj_size;
+    b->used++;
+    return p;
+  }
+  return NULL;
+}
+static inline void *txa_block_take(txa_block *b) { return txa_block_take_from(b, true); }
+
+static inline uint64_t txa_rd(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+/* Owner-only counter bump: a relaxed load and store, no locked instruction. */
+static inline void txa_bump_counter(uint64_t *p, uint64_t n) {
+  __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+#define TXA_COUNT(h, name, n) txa_bump_counter(&(h)->counters[TXA_C_##name], (n))
+
+/* The owner's free of object p of class c in block b, once the caller has established that
+ * h owns b and p is a live object (public free, txmem's balanced free): link p into the
+ * private list, count it, and hand the block back when it empties (unless it is the bin's
+ * current block, which stays for the next allocation). */
+static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c) {
+  TXALLOC_ASSERT(atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
+  TXALLOC_ASSERT(c == b->class_id && b->used > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
+  *(uintptr_t *)p = txa_encode(b->free, b->key);
+  b->free = p;
+  txa_bump_counter(&h->cls[c].frees, 1);
+  if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+}
+
+/* txalloc_free's common case (alloc.c), shared with txmem's release of committed frees,
+ * which knows the chunk kind from its own earlier lookup (a carved granule keeps its kind
+ * for the life of the process: region.c never uncarves). pre: p lies in a chunk of span
+ * kind `kind` (SMALL or MEDIUM). When p is an object start of a block the calling thread
+ * owns and does not look free (and not in secure mode), frees it and returns true.
+ * Otherwise does nothing and returns false: txalloc_free's checked path must take p
+ * (remote frees, bad and double frees, which it reports). */
+static inline bool txa_free_owned(void *p, unsigned kind) {
+  uintptr_t a = (uintptr_t)p;
+  txa_block *b = txa_block_of(a, kind);
+  txa_heap *h = txa_tls_heap;
+  if (TXA_LIKELY(h != NULL) && atomic_load_explicit(&b->owner, memory_order_relaxed) == h &&
+      TXA_LIKELY(txa_object_index(b, a) >= 0)) {
+    uintptr_t key = b->key;
+    uintptr_t d = *(uintptr_t *)p ^ key;
+    if (TXA_LIKELY(!txa_g.free_check || (d != 0 && d - (uintptr_t)b >= txa_span_size(kind))) &&
+        TXA_LIKELY(!txa_g.secure)) {
+      txa_owner_free(h, b, p, b->class_id);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ---- The operations for the layers above ---- */
+
+/* Requests up to this size may be served by txa_direct_take. */
+#define TXA_DIRECT_SMALL_MAX TXA_SMALL_MAX
+
+/* Take: alloc.c's malloc fast path inline: pop the current block of the calling thread's
+ * bin (private list, else bump area) for a small request, with the per-class count. NULL
+ * sends the caller to txalloc_malloc, which handles everything else (no heap yet,
+ * medium/large, refill). */
+static inline void *txa_direct_take(size_t size) {
+  txa_heap *h = txa_tls_heap;
+  if (TXA_UNLIKELY(h == NULL || size > TXA_DIRECT_SMALL_MAX)) return NULL;
+  unsigned c = txa_size_class(size);
+  void *p = txa_block_take(h->bins[c].current);
+  if (TXA_UNLIKELY(p == NULL)) return NULL;
+  txa_bump_counter(&h->cls[c].allocs, 1);
+  return p;
+}
+
+/* Give back: the owner-side free fast path for an object the caller KNOWS is live and
+ * small (it took it with txa_direct_take or txalloc_malloc and has not freed it since).
+ * That knowledge replaces the region-map lookup, the object-start validation and the
+ * double-free check. Ownership is still tested (one load): anything else goes to
+ * txalloc_free.
+ * pre: p is a live object of a request of size <= TXA_DIRECT_SMALL_MAX bytes. */
+static inline void txa_direct_give_back(void *p) {
+  txa_block *b = txa_block_of((uintptr_t)p, TXA_KIND_SMALL);
+  txa_heap *h = txa_tls_heap;
+  if (TXA_UNLIKELY(h == NULL || txa_g.secure ||
+                   atomic_load_explicit(&b->owner, memory_order_relaxed) != h)) {
+    txalloc_free(p);
+    return;
+  }
+  txa_owner_free(h, b, p, b->class_id);
+}
+
+/* Usable size of the address a in a chunk of span kind `kind` (SMALL or MEDIUM): its
+ * object's size, 0 when a starts no object. */
+static inline size_t txa_direct_block_usable(uintptr_t a, unsigned kind) {
+  const txa_block *b = txa_block_of(a, kind);
+  return txa_object_index(b, a) >= 0 ? b->size : 0;
+}
+
+/* Owner check and usable size in one region-map lookup: true when p lies in txalloc's
+ * address space (txalloc_owner_of(p) != TXALLOC_NOT_OURS), with *usable =
+ * txalloc_usable_size(p) (0 when p starts no object there: a bad free, for txalloc_free
+ * to report); false for a foreign pointer. Without the public calls' txa_init: before the
+ * allocator's initialisation the region map is empty, so every pointer is foreign, as the
+ * initialised map would say too. */
+static inline bool txa_direct_usable(const void *p, size_t *usable) {
+  uintptr_t a = (uintptr_t)p;
+  unsigned kind = txa_kind_of(a);
+  if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
+    *usable = txa_direct_block_usable(a, kind);
+    return true;
+  }
+  if (kind == TXA_KIND_NONE) return false;
+  *usable = kind == TXA_KIND_LARGE ? txa_large_usable(p) : 0; /* else reserved or metadata */
+  return true;
+}
+
+#endif

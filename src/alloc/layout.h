@@ -1,0 +1,220 @@
+/* The allocator's data layout (McRT-Malloc §3, made production grade): geometry, size
+ * classes, region map, block and heap headers, global settings. alloc/internal.h adds the
+ * allocator's functions; alloc/alloc_direct.h, the inline operations the layers above may
+ * use, is written in these types alone.
+ *
+ * Glossary
+ *   granule   1 MiB of address space; the unit of the region map and of carving.
+ *   region    a large reservation (option region_mb) carved into granules on demand.
+ *   chunk     a carved granule: 64 small blocks, one medium span, or allocator metadata.
+ *   block     an aligned span holding objects of one size class: 16 KiB (small classes)
+ *             or 1 MiB (medium classes). Its header sits at its start.
+ *   object    what malloc returns. Small/medium objects have no header.
+ *   large     objects above the largest class: their own mapping (whole granules), a
+ *             64-byte header just before the object, cached for reuse when freed.
+ *   heap      a thread's bins (one per class) of blocks; reached through initial-exec TLS.
+ *   store     global non-blocking LIFOs of empty blocks (per span kind: young, old and
+ *             decommitted generations) and of abandoned part-used blocks (per class).
+ *
+ * Free lists: objects on a block's private or public list hold, in their first word, the
+ * link to the next object XOR the block's key (0 ^ key ends a list). The private head is
+ * a raw pointer; the public head is packed with the list length (txa_public_pack). A live
+ * object's first word is zeroed when it leaves the private list, and the key is fresh for
+ * every block lifetime (so stale links in a reused bump area never decode), so a free whose
+ * object still decodes to a link into its own block is a double free.
+ *
+ * Counts: `used` = objects neither on the private list nor in the bump area; objects on
+ * the public list still count until their owner repatriates them, so used == 0 means no
+ * live object and no pending remote free: only then is a block returned to the store. */
+#ifndef TXALLOC_ALLOC_LAYOUT_H
+#define TXALLOC_ALLOC_LAYOUT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txalloc/txalloc.h"
+
+#define TXA_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TXA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TXA_CACHE_LINE 64
+
+/* ---- Geometry ---- */
+#define TXA_BLOCK_SHIFT 14 /* small blocks: 16 KiB, aligned to their size */
+#define TXA_BLOCK_SIZE ((size_t)1 << TXA_BLOCK_SHIFT)
+#define TXA_GRANULE_SHIFT 20 /* region map unit, chunk size, medium span size */
+#define TXA_GRANULE ((size_t)1 << TXA_GRANULE_SHIFT)
+#define TXA_MEDIUM_SPAN TXA_GRANULE
+#define TXA_ADDRESS_BITS 47  /* user address space of x86-64 4-level paging */
+#define TXA_MAP_LEAF_BITS 14 /* a leaf of the region map covers 2^14 granules = 16 GiB */
+#define TXA_MAP_LEAF_ENTRIES ((size_t)1 << TXA_MAP_LEAF_BITS)
+#define TXA_MAP_ROOT_ENTRIES                                                                       \
+  ((size_t)1 << (TXA_ADDRESS_BITS - TXA_GRANULE_SHIFT - TXA_MAP_LEAF_BITS))
+#define TXA_BLOCK_HEADER 192 /* three cache lines, see txa_block */
+
+/* ---- Size classes (size_class.c) ---- */
+#define TXA_CLASSES 88                      /* 8 by 16 B up to 128 B, then 8 per doubling */
+#define TXA_SMALL_MAX ((size_t)1024)        /* classes up to here live in 16 KiB blocks */
+#define TXA_MEDIUM_MAX ((size_t)128 * 1024) /* largest class; above: large objects */
+#define TXA_LARGE_HEADER 64
+
+typedef struct txa_class_info {
+  uint32_t size;         /* object size, a multiple of 16 */
+  uint32_t first_offset; /* offset of object 0 from the block start */
+  uint32_t capacity;     /* objects per block */
+  uint32_t span_shift;   /* log2 of the block size */
+  uint32_t align;        /* every object of the class is aligned to this */
+  uint64_t inverse;      /* floor(2^40 / size) + 1: offset / size by multiplication */
+} txa_class_info;
+
+extern txa_class_info txa_classes[TXA_CLASSES];
+/* Class of a request of `size` bytes (size <= TXA_MEDIUM_MAX). */
+extern uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
+extern uint8_t txa_class_by_128[TXA_MEDIUM_MAX / 128 + 1];
+static inline unsigned txa_size_class(size_t size) {
+  return size <= TXA_SMALL_MAX ? txa_class_by_16[(size + 15) >> 4]
+                               : txa_class_by_128[(size + 127) >> 7];
+}
+
+/* ---- Region map (region.c) ---- */
+enum txa_kind {
+  TXA_KIND_NONE = 0, /* not ours */
+  TXA_KIND_RESERVED, /* reserved by a region but not carved yet */
+  TXA_KIND_SMALL,    /* chunk of 16 KiB blocks */
+  TXA_KIND_MEDIUM,   /* one 1 MiB medium block */
+  TXA_KIND_LARGE,    /* large-object mapping (live or cached) */
+  TXA_KIND_META,     /* allocator metadata (heaps) */
+};
+/* Two levels: a static root of 8192 leaf pointers; a leaf (16 KiB, one byte per granule)
+ * is mapped when the first granule it covers becomes ours, and is never unmapped. */
+extern _Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
+
+static inline unsigned txa_kind_of(uintptr_t a) {
+  if (TXA_UNLIKELY(a >> TXA_ADDRESS_BITS)) return TXA_KIND_NONE;
+  uint8_t *leaf = atomic_load_explicit(
+      &txa_region_map[a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS)], memory_order_acquire);
+  if (TXA_UNLIKELY(!leaf)) return TXA_KIND_NONE;
+  return __atomic_load_n(&leaf[(a >> TXA_GRANULE_SHIFT) & (TXA_MAP_LEAF_ENTRIES - 1)],
+                         __ATOMIC_RELAXED);
+}
+/* Block-store links live outside the blocks (so that a decommitted block keeps no page):
+ * one 64-bit word per 16 KiB of address space, in 8 MiB leaves (lazily backed) created
+ * with the region-map leaf covering the same 16 GiB. */
+extern _Atomic(_Atomic(uint64_t) *) txa_link_map[TXA_MAP_ROOT_ENTRIES];
+static inline _Atomic(uint64_t) *txa_block_link(const void *b) {
+  uintptr_t a = (uintptr_t)b;
+  _Atomic(uint64_t) *leaf = atomic_load_explicit(
+      &txa_link_map[a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS)], memory_order_acquire);
+  return &leaf[(a >> TXA_BLOCK_SHIFT) &
+               (((uintptr_t)1 << (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS - TXA_BLOCK_SHIFT)) - 1)];
+}
+/* ---- Blocks ---- */
+typedef struct txa_heap txa_heap;
+typedef struct txa_block txa_block;
+struct txa_block {
+  /* line 0: written by the owner only (fast paths) */
+  void *free;        /* private free list: head raw, links encoded */
+  char *bump;        /* next never-used object */
+  char *bump_end;    /* end of the last whole object */
+  uintptr_t key;     /* copy of key for the owner's fast path */
+  txa_block *next;   /* bin ring */
+  txa_block *prev;   /* bin ring */
+  uint32_t used;     /* objects out of the private list and bump area (public included) */
+  uint32_t obj_size; /* copy of the class size */
+  uint16_t class_id; /* size class */
+  uint8_t zero_bump; /* the bump area reads as zero (fresh or decommitted memory) */
+  uint8_t pad0[5];
+  /* line 1: written when the block changes hands; read by every thread that frees */
+  _Alignas(TXA_CACHE_LINE) _Atomic(txa_heap *) owner; /* NULL: in the store or abandoned */
+  uintptr_t key_shared; /* link encoding key, random per block lifetime */
+  uint64_t inverse;     /* see txa_class_info */
+  uint32_t capacity;    /* objects in the block; 0 while the block is empty/in the store */
+  uint32_t first_offset;
+  uint32_t size; /* object size */
+  uint16_t class_shared;
+  uint8_t span_kind; /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
+  /* line 2: the public free list, target of remote frees' CAS: head and length packed in
+   * one word (txa_public_pack), so the owner takes both with one exchange. */
+  _Alignas(TXA_CACHE_LINE) _Atomic(uint64_t) public_free;
+};
+_Static_assert(sizeof(txa_block) <= TXA_BLOCK_HEADER, "block header too big");
+
+static inline size_t txa_span_size(unsigned kind) {
+  return kind == TXA_KIND_SMALL ? TXA_BLOCK_SIZE : TXA_MEDIUM_SPAN;
+}
+static inline txa_block *txa_block_of(uintptr_t a, unsigned kind) {
+  return (txa_block *)(a & ~(uintptr_t)(txa_span_size(kind) - 1));
+}
+/* Index of the object starting at a in block b, or -1 when a is not an object start (an
+ * interior pointer, the header, past the last object; an empty block has capacity 0). */
+static inline int64_t txa_object_index(const txa_block *b, uintptr_t a) {
+  uint64_t off = (uint64_t)(a - (uintptr_t)b) - b->first_offset;
+  uint64_t idx = (off * b->inverse) >> 40;
+  if (TXA_UNLIKELY(off >= TXA_GRANULE || idx >= b->capacity || idx * b->size != off)) return -1;
+  return (int64_t)idx;
+}
+static inline uintptr_t txa_encode(void *next, uintptr_t key) { return (uintptr_t)next ^ key; }
+static inline void *txa_decode(uintptr_t link, uintptr_t key) { return (void *)(link ^ key); }
+
+/* The public list word: object address >> 4 (objects are 16-aligned below 2^47: 43 bits)
+ * and the number of objects on the list in the top 21 bits (a block holds < 2^21). */
+#define TXA_PUBLIC_PTR_BITS 43
+static inline uint64_t txa_public_pack(void *head, uint64_t count) {
+  return ((uintptr_t)head >> 4) | (count << TXA_PUBLIC_PTR_BITS);
+}
+static inline void *txa_public_head(uint64_t w) {
+  return (void *)(uintptr_t)((w & ((UINT64_C(1) << TXA_PUBLIC_PTR_BITS) - 1)) << 4);
+}
+static inline uint32_t txa_public_count(uint64_t w) { return (uint32_t)(w >> TXA_PUBLIC_PTR_BITS); }
+
+/* ---- Thread heaps (heap.c) ---- */
+enum txa_counter {
+#define TXA_COUNTER_ID_(name, doc) TXA_C_##name,
+  TXALLOC_STATS_COUNTERS(TXA_COUNTER_ID_)
+#undef TXA_COUNTER_ID_
+      TXA_COUNTERS
+};
+
+typedef struct txa_bin {
+  txa_block *current; /* never NULL: &txa_empty_block when the bin has no block */
+  txa_block *head;    /* the distinguished bin head of §3.3; NULL when empty */
+  uint32_t blocks;    /* blocks in the ring */
+  uint32_t visited;   /* blocks inspected in the current traversal */
+  uint64_t free_seen; /* free objects found on arriving at blocks, this traversal */
+  uint64_t cap_seen;  /* capacity of the blocks inspected, this traversal */
+  bool grow;          /* last traversal found < bin_grow_percent free: add a block */
+} txa_bin;
+
+typedef struct txa_class_counters {
+  uint64_t allocs, frees, remote_frees;
+} txa_class_counters;
+
+struct txa_heap {
+  txa_bin bins[TXA_CLASSES];
+  /* Statistics: written by the owning thread only (relaxed atomic stores, plain moves on
+   * x86-64), read by txalloc_stats_get. */
+  txa_class_counters cls[TXA_CLASSES];
+  uint64_t counters[TXA_COUNTERS];
+  txa_heap *all_next;  /* registry of every heap ever made (never unlinked) */
+  txa_heap *pool_next; /* free heaps, ready for a new thread */
+  bool in_use;
+};
+
+extern txa_block txa_empty_block; /* sentinel: no free object, no bump space */
+extern __thread txa_heap *txa_tls_heap;
+
+/* ---- Global state (init.c, stats.c) ---- */
+typedef struct txa_globals {
+  uintptr_t secret;      /* random, for block keys */
+  pthread_key_t tls_key; /* destructor hands the heap back at thread exit */
+  bool secure, free_check;
+  uint32_t bin_search, bin_grow_percent;
+  uint64_t decommit_delay_ms, decommit_threshold, large_cache_max;
+  size_t region_size;
+  int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
+} txa_globals;
+extern txa_globals txa_g;
+
+#endif
