@@ -32,9 +32,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc/alloc_options.h"
 #include "os/os_mem.h"
 #include "txalloc/txalloc.h"
-#include "util/options.h"
 
 #define TXA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TXA_UNLIKELY(x) __builtin_expect(!!(x), 0)

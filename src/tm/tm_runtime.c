@@ -22,9 +22,9 @@
 #endif
 
 #include "tm/tm_internal.h"
+#include "tm/tm_options.h"
 #include "txalloc/txmem.h"
 #include "util/message.h"
-#include "util/options.h"
 
 tm_config tm_cfg;
 __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tm/tm_internal.h"
-#include "util/options.h"
+#include "tm/tm_options.h"
 
 void tm_for_each_live(void (*fn)(tm_tx *, void *), void *arg);
 void tm_threads_lock(bool lock);
