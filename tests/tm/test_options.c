@@ -45,8 +45,7 @@ static void test_table(void) {
   CHECK(tm_test_option_is("irrevocable_after", "0"));
   /* The values the tests and benches use are accepted. */
   char err[1024];
-  static const char *const good[][2] = {{"tm", "lock"},
-                                        {"tm", "stm"},
+  static const char *const good[][2] = {{"tm", "stm"},
                                         {"design", "etl-wt"},
                                         {"design", "ctl-wb"},
                                         {"design", "etl-wb"},
@@ -71,7 +70,7 @@ static void test_table(void) {
 }
 
 static void test_bad_values(void) {
-  expect_rejected("tm", "htm-magic", "stm|lock");
+  expect_rejected("tm", "htm-magic", "stm");
   expect_rejected("design", "etl", "etl-wb");
   expect_rejected("design", "", "ctl-wb");
   expect_rejected("cm", "polite", "suicide");
