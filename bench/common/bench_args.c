@@ -172,8 +172,11 @@ void bench_parse_args(const bench_cli *cli, int argc, char **argv) {
     const char *value;
     if (eq)
       value = eq + 1;
+    else if (is_bool && i + 1 < argc &&
+             (strcmp(argv[i + 1], "0") == 0 || strcmp(argv[i + 1], "1") == 0))
+      value = argv[++i]; /* no program takes a plain word, so this one can only be the value */
     else if (is_bool)
-      value = "1"; /* a boolean flag never takes the next argument */
+      value = "1"; /* never the next flag */
     else if (i + 1 < argc)
       value = argv[++i];
     else

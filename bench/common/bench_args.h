@@ -3,7 +3,8 @@
  * A program describes its flags in a table of bench_arg (name, type, where the value goes,
  * range or choices, help line); the parser reads
  *   --name=value and --name value      (names compare with '-' and '_' alike)
- *   --flag, --flag=0|1                 boolean flags take no separate value
+ *   --flag, --flag=0|1, --flag 0|1     a boolean flag never takes the next flag as its
+ *                                      value: bare, it means 1
  *   --help, -h                         usage generated from the same table, exit 0
  * and offers every name the table lacks to a further flag set (a TM program's txalloc
  * options). Before the flags it checks the TXALLOC_* environment: a benchmark run is an

@@ -587,7 +587,7 @@ def command_line(w: WorkloadDef, program: str, params: dict[str, Any], threads: 
             if v:
                 argv.append(p.flag)
         else:
-            argv.append(f"{p.flag}={v}")  # --name=value: a boolean flag takes no separate value
+            argv += [p.flag, str(v)]
     if w.threads_flag:
         argv += [w.threads_flag, str(threads)]
     return argv

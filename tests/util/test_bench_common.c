@@ -96,13 +96,16 @@ static void test_command_line(void) {
   char *explicit_bool[] = {"prog", "--flag=0", "--extra=0", "--n-items", "9", NULL};
   parse(no_env_problem, explicit_bool);
   CHECK(!b_arg && extra_seen == 0 && n_arg == 9);
+  char *separate_bool[] = {"prog", "--flag", "1", "--extra", "0", "--kind", "list", NULL};
+  parse(no_env_problem, separate_bool);
+  CHECK(b_arg && extra_seen == 0 && c_arg == 0);
 
   static const struct {
     const char *args[4];
     const char *says;
   } refused[] = {
       {{"--bogus-flag"}, "prog: unknown option '--bogus-flag' (see --help)\n"},
-      {{"--flag", "1"}, "prog: unexpected argument '1' (see --help)\n"},
+      {{"--flag", "yes"}, "prog: unexpected argument 'yes' (see --help)\n"},
       {{"--flag=2"}, "prog: --flag: '2' is not a boolean (use 0 or 1) (see --help)\n"},
       {{"--n-items"}, "prog: option '--n-items' needs a value (see --help)\n"},
       {{"--n-items", "101"}, "prog: --n-items: '101' is not an integer in [0, 100] (see --help)\n"},
