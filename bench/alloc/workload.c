@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "workload.h"
 
-#include <getopt.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,48 +9,33 @@
 
 /* ---- Options ---- */
 
-static void print_usage(const wl_program *prog) {
-  printf("usage: %s [options]\n\n%s\n\noptions:\n", prog->name, prog->summary);
-  for (int i = 0; i < prog->count; i++) {
-    const wl_option *o = &prog->options[i];
-    char left[64];
-    snprintf(left, sizeof left, "--%s=N", o->name);
-    printf("  %-22s %s [%ld..%ld, default %ld]%s\n", left, o->help, o->min, o->max, *o->value,
-           strcmp(o->name, prog->scale) == 0 ? " (scale knob: work grows linearly with it)" : "");
-  }
-  printf("  %-22s %s\n", "--help", "this text");
-  printf("\nOutput: one JSON object on stdout (workload, params, threads, allocator, results\n"
-         "{time_s, ops, ops_per_s, ...}, memory {peak_rss_kib}, valid); text on stderr.\n"
-         "Exit status: 0 valid run, 1 failed self-check, 2 bad arguments.\n"
-         "The allocator is whatever malloc the process gets (use LD_PRELOAD to choose).\n");
+static void print_output_note(FILE *out) {
+  fprintf(out,
+          "\nOutput: one JSON object on stdout (workload, params, threads, allocator, results\n"
+          "{time_s, ops, ops_per_s, ...}, memory {peak_rss_kib}, valid); text on stderr.\n"
+          "Exit status: 0 valid run, 1 failed self-check, 2 bad arguments or, with txalloc\n"
+          "preloaded, an unknown TXALLOC_* variable or a bad value.\n"
+          "The allocator is whatever malloc the process gets (use LD_PRELOAD to choose).\n");
 }
 
 void wl_parse(const wl_program *prog, int argc, char **argv) {
-  bench_set_program(argv[0]);
-  struct option *longs = calloc((size_t)prog->count + 2, sizeof *longs);
-  if (!longs) exit(1);
-  for (int i = 0; i < prog->count; i++)
-    longs[i] = (struct option){prog->options[i].name, required_argument, NULL, i};
-  longs[prog->count] = (struct option){"help", no_argument, NULL, prog->count};
-  opterr = 0; /* our own messages, exit status 2 */
-  for (;;) {
-    int index = -1;
-    int c = getopt_long(argc, argv, ":", longs, &index);
-    if (c == -1) break;
-    if (c == '?') bench_usage_error("unknown option '%s'", argv[optind - 1]);
-    if (c == ':') bench_usage_error("option '%s' needs a value", argv[optind - 1]);
-    if (c == prog->count) {
-      print_usage(prog);
-      free(longs);
-      exit(0);
-    }
-    const wl_option *o = &prog->options[c];
-    char flag[64];
-    snprintf(flag, sizeof flag, "--%s", o->name);
-    *o->value = bench_parse_long(flag, optarg, o->min, o->max);
+  bench_arg *args = calloc((size_t)prog->count, sizeof *args);
+  if (!args) exit(1);
+  for (int i = 0; i < prog->count; i++) {
+    const wl_option *o = &prog->options[i];
+    const char *help = o->help;
+    char *noted = NULL;
+    if (strcmp(o->name, prog->scale) == 0 &&
+        asprintf(&noted, "%s (scale knob: work grows linearly with it)", o->help) > 0)
+      help = noted;
+    args[i] = (bench_arg)BENCH_LONG(o->name, o->value, o->min, o->max, help);
   }
-  if (optind < argc) bench_usage_error("unexpected argument '%s'", argv[optind]);
-  free(longs);
+  const bench_cli cli = {
+      .summary = prog->summary, .args = args, .count = prog->count, .help_tail = print_output_note};
+  bench_parse_args(&cli, argc, argv);
+  for (int i = 0; i < prog->count; i++)
+    if (args[i].help != prog->options[i].help) free((char *)args[i].help);
+  free(args);
 }
 
 static long *find_option(const wl_program *prog, const char *name) {

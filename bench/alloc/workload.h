@@ -34,8 +34,10 @@ typedef struct wl_program {
   int count;
 } wl_program;
 
-/* Parses argv against the table: --help prints usage and exits 0; an unknown option, a
- * missing value or a value out of range prints a message and exits 2. */
+/* Parses argv against the table with bench_parse_args: --help prints usage and exits 0; an
+ * unknown option, a missing value or a value out of range prints a message and exits 2, and
+ * so does, when txalloc is the preloaded allocator, an unknown TXALLOC_* variable or a bad
+ * value (without txalloc in the process those variables change nothing). */
 void wl_parse(const wl_program *prog, int argc, char **argv);
 long wl_threads(const wl_program *prog);
 

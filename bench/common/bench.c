@@ -1,4 +1,4 @@
-/* bench.h: allocator probe, memory, arguments, time, RNG, threads. */
+/* bench.h: allocator probe, memory, time, RNG, threads. */
 #define _GNU_SOURCE
 #include "bench.h"
 
@@ -75,54 +75,6 @@ void bench_json_memory(bench_json *j) {
   bench_json_end(j);
 }
 
-/* ---- Arguments ---- */
-
-static const char *program_name = "bench";
-
-void bench_set_program(const char *argv0) {
-  const char *base = strrchr(argv0, '/');
-  program_name = base ? base + 1 : argv0;
-}
-
-void bench_usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "%s: ", program_name);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, " (see %s --help)\n", program_name);
-  va_end(ap);
-  exit(2);
-}
-
-long bench_parse_long(const char *flag, const char *text, long min, long max) {
-  errno = 0;
-  char *end;
-  long v = strtol(text, &end, 0);
-  if (end == text || *end || errno || v < min || v > max)
-    bench_usage_error("%s: '%s' is not an integer in [%ld, %ld]", flag, text, min, max);
-  return v;
-}
-
-double bench_parse_double(const char *flag, const char *text, double min, double max) {
-  errno = 0;
-  char *end;
-  double v = strtod(text, &end);
-  if (end == text || *end || errno || !(v >= min && v <= max))
-    bench_usage_error("%s: '%s' is not a number in [%g, %g]", flag, text, min, max);
-  return v;
-}
-
-int bench_parse_choice(const char *flag, const char *text, const char *const *names, int count) {
-  for (int i = 0; i < count; i++)
-    if (strcmp(text, names[i]) == 0) return i;
-  char list[512] = "";
-  for (int i = 0; i < count; i++) {
-    strncat(list, i ? "|" : "", sizeof list - strlen(list) - 1);
-    strncat(list, names[i], sizeof list - strlen(list) - 1);
-  }
-  bench_usage_error("%s: '%s' is not one of %s", flag, text, list);
-}
-
 /* ---- Time and randomness ---- */
 
 double bench_now(void) {
@@ -191,14 +143,14 @@ static double run_threads(int n, bench_thread_fn fn, void *arg, double duration,
   pthread_barrier_t barrier;
   unsigned parties = (unsigned)n + (stop ? 1u : 0u);
   if (!tids || !starts || pthread_barrier_init(&barrier, NULL, parties) != 0) {
-    fprintf(stderr, "%s: cannot set up %d threads\n", program_name, n);
+    fprintf(stderr, "%s: cannot set up %d threads\n", bench_program(), n);
     exit(1);
   }
   for (int i = 0; i < n; i++) {
     starts[i] = (struct thread_start){i, fn, arg, &barrier};
     int rc = pthread_create(&tids[i], NULL, thread_main, &starts[i]);
     if (rc) {
-      fprintf(stderr, "%s: pthread_create: %s\n", program_name, strerror(rc));
+      fprintf(stderr, "%s: pthread_create: %s\n", bench_program(), strerror(rc));
       exit(1);
     }
   }

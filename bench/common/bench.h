@@ -1,6 +1,6 @@
 /* What every bench program shares: the one-JSON-object-per-run output of DESIGN.md, the
- * probe that names the allocator that really served the process, peak RSS, argument
- * parsing with clear errors, a seeded RNG, and timing. No txalloc dependency: allocator
+ * probe that names the allocator that really served the process, peak RSS, the command
+ * line (bench_args.h), a seeded RNG, and timing. No txalloc dependency: allocator
  * workloads must run unchanged under any LD_PRELOADed malloc. */
 #ifndef TXALLOC_BENCH_H
 #define TXALLOC_BENCH_H
@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "bench_args.h"
 
 /* ---- JSON writer: nested objects and arrays, commas and escaping handled. ---- */
 #define BENCH_JSON_MAX_DEPTH 16
@@ -48,14 +50,6 @@ const char *bench_allocator_name(void);
 long bench_peak_rss_kib(void);
 /* "memory": {"peak_rss_kib": N}. */
 void bench_json_memory(bench_json *j);
-
-/* ---- Arguments: print "PROG: MESSAGE (see PROG --help)" and exit 2 on bad input. ---- */
-void bench_set_program(const char *argv0);
-_Noreturn void bench_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-long bench_parse_long(const char *flag, const char *text, long min, long max);
-double bench_parse_double(const char *flag, const char *text, double min, double max);
-/* Index of `text` among `count` names, or usage error listing them. */
-int bench_parse_choice(const char *flag, const char *text, const char *const *names, int count);
 
 /* ---- Time and randomness ---- */
 double bench_now(void); /* monotonic seconds */

@@ -18,7 +18,7 @@
 typedef struct params {
   long accounts, read_all, threads, stride, balance;
   double duration;
-  unsigned long long seed;
+  long seed;
 } params;
 
 typedef struct worker {
@@ -36,45 +36,23 @@ typedef struct run {
 
 static long *account(const run *r, long i) { return (long *)(r->base + i * r->p->stride); }
 
-static void usage(FILE *out) {
-  fprintf(out, "usage: bank [options]\n"
-               "Transfers between accounts and read-only transactions that check the total;\n"
-               "prints one JSON object.\n"
-               "  --accounts N    number of accounts (default 1024)\n"
-               "  --read-all P    percentage of operations that sum all accounts (default 20)\n"
-               "  --stride B      bytes between accounts: 8 (packed, default) .. 4096\n"
-               "  --balance N     initial balance of each account (default 1000)\n"
-               "  --threads N     worker threads (default 1)\n"
-               "  --duration S    seconds the workers run (default 1); ops/s divides by the\n"
-               "                  measured span, results.time_s\n"
-               "  --seed S        random seed (default 1)\n"
-               "  --help          this text\n");
-  tx_backend_usage(out);
-}
-
 static void parse(int argc, char **argv, params *p) {
-  *p = (params){.accounts = 1024,
-                .read_all = 20,
-                .threads = 1,
-                .stride = 8,
-                .balance = 1000,
-                .duration = 1.0,
-                .seed = 1};
-  tx_args a;
-  tx_args_begin(&a, argc, argv, usage);
-  while (tx_args_next(&a)) {
-    if (tx_args_is(&a, "accounts")) {
-      p->accounts = bench_parse_long("--accounts", a.value, 2, 1L << 24);
-    } else if (tx_args_is(&a, "read-all")) {
-      p->read_all = bench_parse_long("--read-all", a.value, 0, 100);
-    } else if (tx_args_is(&a, "stride")) {
-      p->stride = bench_parse_long("--stride", a.value, 8, 4096);
-    } else if (tx_args_is(&a, "balance")) {
-      p->balance = bench_parse_long("--balance", a.value, 0, 1L << 40);
-    } else {
-      tx_args_common(&a, &p->threads, &p->duration, &p->seed);
-    }
-  }
+  *p = (params){.accounts = 1024, .read_all = 20, .stride = 8, .balance = 1000, .duration = 1.0};
+  tx_common_args common = {.threads = 1, .duration = &p->duration, .seed = 1};
+  const bench_arg own[] = {
+      BENCH_LONG("accounts", &p->accounts, 2, 1L << 24, "number of accounts"),
+      BENCH_LONG("read-all", &p->read_all, 0, 100,
+                 "percentage of operations that sum all accounts"),
+      BENCH_LONG("stride", &p->stride, 8, 4096,
+                 "bytes between accounts, a multiple of 8 (8: packed)"),
+      BENCH_LONG("balance", &p->balance, 0, 1L << 40, "initial balance of each account"),
+  };
+  tx_args_parse(argc, argv,
+                "Transfers between accounts and read-only transactions that check the total;\n"
+                "prints one JSON object.",
+                own, (int)(sizeof own / sizeof own[0]), &common);
+  p->threads = common.threads;
+  p->seed = common.seed;
   if (p->stride % 8) bench_usage_error("--stride %ld is not a multiple of 8", p->stride);
 }
 
@@ -107,7 +85,7 @@ static void worker_main(int index, void *arg) {
   worker *w = &r->workers[index];
   const long total = p->accounts * p->balance;
   bench_rng rng;
-  bench_rng_seed(&rng, p->seed, (uint64_t)index);
+  bench_rng_seed(&rng, (uint64_t)p->seed, (uint64_t)index);
   w->start = bench_now();
   while (!bench_stopped(&r->stop)) {
     if ((long)bench_rng_below(&rng, 100) < p->read_all) {
@@ -130,7 +108,6 @@ static void worker_main(int index, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  bench_set_program(argv[0]);
   params p;
   parse(argc, argv, &p);
 
@@ -180,7 +157,7 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "read_all", p.read_all);
   bench_json_int(&j, "stride", p.stride);
   bench_json_int(&j, "balance", p.balance);
-  bench_json_uint(&j, "seed", p.seed);
+  bench_json_int(&j, "seed", p.seed);
   bench_json_end(&j);
   tx_report_config(&j, p.threads, &p.duration);
   tx_report_results_begin(&j, total.ops, time_s, cpu_s);

@@ -27,7 +27,7 @@ typedef struct params {
   const intset_ops *ops;
   long initial, range, update, threads, buckets, node_size;
   double duration;
-  unsigned long long seed;
+  long seed;
 } params;
 
 typedef struct worker {
@@ -43,56 +43,31 @@ typedef struct run {
   bench_stop stop; /* raised by main when the duration is up */
 } run;
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: intset [options]\n"
-          "Integer-set transactions (each operation one transaction); prints one JSON object.\n"
-          "  --structure list|hash|rbtree|skiplist  the set (default list)\n"
-          "  --initial N     keys inserted before the run (default 4096)\n"
-          "  --range N       keys are drawn from [0, N) (default 8192)\n"
-          "  --update P      percentage of operations that update (default 20)\n"
-          "  --threads N     worker threads (default 1)\n"
-          "  --duration S    seconds the workers run (default 1); ops/s divides by the\n"
-          "                  measured span, results.time_s\n"
-          "  --seed S        random seed (default 1)\n"
-          "  --buckets N     hash set buckets (default 131072, as in the paper)\n"
-          "  --node-size B   bytes to allocate per node, at least the natural size\n"
-          "                  (list/hash 16, rbtree 48, skiplist 16 + 8 per level)\n"
-          "  --help          this text\n");
-  tx_backend_usage(out);
-}
-
 static void parse(int argc, char **argv, params *p) {
-  *p = (params){.ops = &intset_list_ops,
-                .initial = 4096,
-                .range = 8192,
-                .update = 20,
-                .threads = 1,
-                .buckets = 131072,
-                .node_size = 0,
-                .duration = 1.0,
-                .seed = 1};
-  tx_args a;
-  tx_args_begin(&a, argc, argv, usage);
-  while (tx_args_next(&a)) {
-    if (tx_args_is(&a, "structure")) {
-      const char *names[STRUCTURE_COUNT];
-      for (int i = 0; i < STRUCTURE_COUNT; i++) names[i] = structures[i]->name;
-      p->ops = structures[bench_parse_choice("--structure", a.value, names, STRUCTURE_COUNT)];
-    } else if (tx_args_is(&a, "initial")) {
-      p->initial = bench_parse_long("--initial", a.value, 0, 1L << 26);
-    } else if (tx_args_is(&a, "range")) {
-      p->range = bench_parse_long("--range", a.value, 1, 1L << 40);
-    } else if (tx_args_is(&a, "update")) {
-      p->update = bench_parse_long("--update", a.value, 0, 100);
-    } else if (tx_args_is(&a, "buckets")) {
-      p->buckets = bench_parse_long("--buckets", a.value, 1, 1L << 28);
-    } else if (tx_args_is(&a, "node-size")) {
-      p->node_size = bench_parse_long("--node-size", a.value, 0, 1L << 20);
-    } else {
-      tx_args_common(&a, &p->threads, &p->duration, &p->seed);
-    }
-  }
+  static const char *names[STRUCTURE_COUNT];
+  for (int i = 0; i < STRUCTURE_COUNT; i++) names[i] = structures[i]->name;
+  int structure = 0;
+  *p = (params){.initial = 4096, .range = 8192, .update = 20, .buckets = 131072, .node_size = 0};
+  double duration = 1.0;
+  tx_common_args common = {.threads = 1, .duration = &duration, .seed = 1};
+  const bench_arg own[] = {
+      BENCH_CHOICE("structure", &structure, names, STRUCTURE_COUNT, "the set"),
+      BENCH_LONG("initial", &p->initial, 0, 1L << 26, "keys inserted before the run"),
+      BENCH_LONG("range", &p->range, 1, 1L << 40, "keys are drawn from [0, range)"),
+      BENCH_LONG("update", &p->update, 0, 100, "percentage of operations that update"),
+      BENCH_LONG("buckets", &p->buckets, 1, 1L << 28, "hash set buckets (as in the paper)"),
+      BENCH_LONG("node-size", &p->node_size, 0, 1L << 20,
+                 "bytes to allocate per node, at least the natural size (list/hash 16, rbtree "
+                 "48, skiplist 16 + 8 per level)"),
+  };
+  tx_args_parse(argc, argv,
+                "Integer-set transactions (each operation one transaction); prints one JSON "
+                "object.",
+                own, (int)(sizeof own / sizeof own[0]), &common);
+  p->ops = structures[structure];
+  p->threads = common.threads;
+  p->duration = duration;
+  p->seed = common.seed;
   if (p->initial > p->range)
     bench_usage_error("--initial %ld exceeds --range %ld: the keys must be distinct", p->initial,
                       p->range);
@@ -106,7 +81,7 @@ static void worker_main(int index, void *arg) {
   const params *p = r->p;
   worker *w = &r->workers[index];
   bench_rng rng;
-  bench_rng_seed(&rng, p->seed, (uint64_t)index);
+  bench_rng_seed(&rng, (uint64_t)p->seed, (uint64_t)index);
   long last = -1; /* key this thread inserted and removes next, or -1 */
   w->start = bench_now();
   while (!bench_stopped(&r->stop)) {
@@ -159,7 +134,7 @@ static void populate_thread(int index, void *arg) {
     exit(1);
   }
   bench_rng rng;
-  bench_rng_seed(&rng, p->seed, 0xffffffffu);
+  bench_rng_seed(&rng, (uint64_t)p->seed, 0xffffffffu);
   for (long n = 0; n < p->initial;) {
     long key = (long)bench_rng_below(&rng, (uint64_t)p->range);
     if (p->ops->insert(job->set, key, bench_rng_next(&rng))) keys[n++] = key;
@@ -202,7 +177,6 @@ out:
 }
 
 int main(int argc, char **argv) {
-  bench_set_program(argv[0]);
   params p;
   parse(argc, argv, &p);
 
@@ -259,7 +233,7 @@ int main(int argc, char **argv) {
   bench_json_int(
       &j, "node_size",
       (long)((size_t)p.node_size > p.ops->node_size ? (size_t)p.node_size : p.ops->node_size));
-  bench_json_uint(&j, "seed", p.seed);
+  bench_json_int(&j, "seed", p.seed);
   bench_json_end(&j);
   tx_report_config(&j, p.threads, &p.duration);
   tx_report_results_begin(&j, total.ops, time_s, cpu_s);

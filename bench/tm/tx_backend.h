@@ -10,12 +10,11 @@
 
 #include "bench.h"
 
-/* Lists the TM flags this build accepts (for --help). */
+/* The end of --help: the TM of this build and the TM flags it accepts. */
 void tx_backend_usage(FILE *out);
 
-/* Applies `--<name> value` when `name` is a TM (or any txalloc) option: returns true when
- * it was one (a bad value is a usage error, exit 2), false when the name is unknown. */
-bool tx_backend_flag(const char *name, const char *value);
+/* The TM flags of this build (every txalloc option for txalloc's runtime), or NULL. */
+const bench_flag_set *tx_backend_flags(void);
 
 /* Forgets the statistics gathered so far (call after the single-threaded set-up). */
 void tx_backend_stats_reset(void);

@@ -13,7 +13,8 @@ static const char *itm_method(void) {
 void tx_backend_usage(FILE *out) {
   fprintf(out, "\nTM: GCC libitm (-fgnu-tm). Its algorithm is chosen by the environment variable\n"
                "ITM_DEFAULT_METHOD (e.g. ml_wt, gl_wt, serialirr); by default libitm runs a\n"
-               "single thread serially, uninstrumented. No TM flags are accepted.\n");
+               "single thread serially, uninstrumented. No TM flags are accepted; TXALLOC_*\n"
+               "variables are checked as for the txalloc build, and change nothing here.\n");
 }
 
 void tx_backend_json_tm(bench_json *j) {

@@ -5,7 +5,8 @@
 void tx_backend_usage(FILE *out) {
   fprintf(out, "\nTM: none. The atomic blocks run as plain code and allocate with the process's\n"
                "malloc, on one thread only (--threads 1): the cost of the workload itself,\n"
-               "the baseline of each TM's overhead. No TM flags are accepted.\n");
+               "the baseline of each TM's overhead. No TM flags are accepted; TXALLOC_*\n"
+               "variables are checked as for the txalloc build, and change nothing here.\n");
 }
 
 void tx_backend_json_tm(bench_json *j) {

@@ -6,38 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_txalloc.h"
 #include "tx_backend.h"
 #include "txalloc/options.h"
 #include "txalloc/tm.h"
 #include "txalloc/txmem.h"
 
 void tx_backend_usage(FILE *out) {
-  fprintf(out, "\nTM and allocator options (also read from TXALLOC_<NAME> variables). The JSON's\n"
-               "\"tm_options\" lists the TM ones as given, \"tm\" the configuration in force:\n");
-  for (size_t i = 0; i < txalloc_option_count(); i++) {
-    const txalloc_option_info *o = txalloc_option_at(i);
-    char flag[96], value[64];
-    snprintf(flag, sizeof flag, "--%s", o->name);
-    for (char *c = flag; *c; c++)
-      if (*c == '_') *c = '-';
-    txalloc_option_format(i, value, sizeof value);
-    char range[128];
-    switch (o->type) {
-    case TXALLOC_OPTION_BOOL: snprintf(range, sizeof range, "0|1"); break;
-    case TXALLOC_OPTION_CHOICE: snprintf(range, sizeof range, "%s", o->choices); break;
-    default: snprintf(range, sizeof range, "%ld..%ld", o->min, o->max); break;
-    }
-    fprintf(out, "  %-22s %s [%s; now %s] (%s layer)\n", flag, o->doc, range, value, o->layer);
-  }
+  bench_txalloc_usage(out, "TM and allocator options (also read from TXALLOC_<NAME> variables; a "
+                           "bare boolean\nflag means 1). The JSON's \"tm_options\" lists the TM "
+                           "ones as given, \"tm\" the\nconfiguration in force:");
 }
 
-bool tx_backend_flag(const char *name, const char *value) {
-  if (txalloc_option_find(name) < 0) return false;
-  char err[512];
-  if (txalloc_option_set(name, value, err, sizeof err) != 0)
-    bench_usage_error("--%s: %s", name, err);
-  return true;
-}
+const bench_flag_set *tx_backend_flags(void) { return &bench_txalloc_flags; }
 
 static tm_stats snapshot;
 static bool have_snapshot;

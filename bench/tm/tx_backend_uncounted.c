@@ -1,14 +1,9 @@
 /* The parts of tx_backend.h shared by the builds whose TM has no run-time options of ours
- * and counts nothing (libitm: tx_backend_itm.c; no TM: tx_backend_notm.c): every flag is
- * unknown to them, there are no statistics to reset or freeze, and the JSON leaves the
- * counts out rather than zeroing them. */
+ * and counts nothing (libitm: tx_backend_itm.c; no TM: tx_backend_notm.c): no TM flags, there are
+ * no statistics to reset or freeze, and the JSON leaves the counts out rather than zeroing them. */
 #include "tx_backend.h"
 
-bool tx_backend_flag(const char *name, const char *value) {
-  (void)name;
-  (void)value;
-  return false;
-}
+const bench_flag_set *tx_backend_flags(void) { return NULL; }
 
 void tx_backend_stats_reset(void) {}
 

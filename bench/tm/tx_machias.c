@@ -31,7 +31,7 @@ enum { MIN_OBJECT = sizeof(object), MAX_OBJECT = 1 << 20, DRAIN_EVERY = 16 };
 
 typedef struct params {
   long threads, ops, objects, sharing, min_size, max_size;
-  unsigned long long seed;
+  long seed;
 } params;
 
 typedef struct mailbox {
@@ -50,45 +50,20 @@ typedef struct run {
   atomic_long done; /* threads that finished their steps (and sent their last object) */
 } run;
 
-static void usage(FILE *out) {
-  fprintf(out, "usage: tx-machias [options]\n"
-               "Machias (McRT-Malloc 5) inside transactions; prints one JSON object.\n"
-               "  --threads N     threads (default 1)\n"
-               "  --ops N         allocations per thread (default 200000)\n"
-               "  --objects N     objects a thread keeps live (default 64)\n"
-               "  --sharing P     percentage of objects freed by another thread (default 0)\n"
-               "  --min-size B    smallest object in bytes, >= 16 (default 16)\n"
-               "  --max-size B    largest object in bytes (default 128)\n"
-               "  --seed S        random seed (default 1)\n"
-               "  --help          this text\n");
-  tx_backend_usage(out);
-}
-
 static void parse(int argc, char **argv, params *p) {
-  *p = (params){.threads = 1,
-                .ops = 200000,
-                .objects = 64,
-                .sharing = 0,
-                .min_size = 16,
-                .max_size = 128,
-                .seed = 1};
-  tx_args a;
-  tx_args_begin(&a, argc, argv, usage);
-  while (tx_args_next(&a)) {
-    if (tx_args_is(&a, "ops")) {
-      p->ops = bench_parse_long("--ops", a.value, 1, 1L << 40);
-    } else if (tx_args_is(&a, "objects")) {
-      p->objects = bench_parse_long("--objects", a.value, 1, 1L << 24);
-    } else if (tx_args_is(&a, "sharing")) {
-      p->sharing = bench_parse_long("--sharing", a.value, 0, 100);
-    } else if (tx_args_is(&a, "min-size")) {
-      p->min_size = bench_parse_long("--min-size", a.value, MIN_OBJECT, MAX_OBJECT);
-    } else if (tx_args_is(&a, "max-size")) {
-      p->max_size = bench_parse_long("--max-size", a.value, MIN_OBJECT, MAX_OBJECT);
-    } else {
-      tx_args_common(&a, &p->threads, NULL, &p->seed); /* a number of steps: no --duration */
-    }
-  }
+  *p = (params){.ops = 200000, .objects = 64, .sharing = 0, .min_size = 16, .max_size = 128};
+  tx_common_args common = {.threads = 1, .duration = NULL, .seed = 1}; /* runs steps */
+  const bench_arg own[] = {
+      BENCH_LONG("ops", &p->ops, 1, 1L << 40, "allocations per thread"),
+      BENCH_LONG("objects", &p->objects, 1, 1L << 24, "objects a thread keeps live"),
+      BENCH_LONG("sharing", &p->sharing, 0, 100, "percentage of objects freed by another thread"),
+      BENCH_LONG("min-size", &p->min_size, MIN_OBJECT, MAX_OBJECT, "smallest object in bytes"),
+      BENCH_LONG("max-size", &p->max_size, MIN_OBJECT, MAX_OBJECT, "largest object in bytes"),
+  };
+  tx_args_parse(argc, argv, "Machias (McRT-Malloc 5) inside transactions; prints one JSON object.",
+                own, (int)(sizeof own / sizeof own[0]), &common);
+  p->threads = common.threads;
+  p->seed = common.seed;
   if (p->min_size > p->max_size)
     bench_usage_error("--min-size %ld exceeds --max-size %ld", p->min_size, p->max_size);
 }
@@ -162,7 +137,7 @@ static void worker_main(int index, void *arg) {
   const params *p = r->p;
   worker *w = &r->workers[index];
   bench_rng rng;
-  bench_rng_seed(&rng, p->seed, (uint64_t)index);
+  bench_rng_seed(&rng, (uint64_t)p->seed, (uint64_t)index);
   object **window = calloc((size_t)p->objects, sizeof *window);
   if (!window) {
     fprintf(stderr, "tx-machias: out of memory\n");
@@ -217,7 +192,6 @@ static void worker_main(int index, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  bench_set_program(argv[0]);
   params p;
   parse(argc, argv, &p);
 
@@ -266,7 +240,7 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "sharing", p.sharing);
   bench_json_int(&j, "min_size", p.min_size);
   bench_json_int(&j, "max_size", p.max_size);
-  bench_json_uint(&j, "seed", p.seed);
+  bench_json_int(&j, "seed", p.seed);
   bench_json_end(&j);
   tx_report_config(&j, p.threads, NULL);
   tx_report_results_begin(&j, total.allocated, time_s, cpu_s);

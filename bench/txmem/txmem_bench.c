@@ -1,11 +1,23 @@
-/* txmem_bench.h: the txmem benchmarks' shared flags and JSON. */
+/* txmem_bench.h: the txmem benchmarks' shared command line and JSON. */
 #include "txmem_bench.h"
 
+#include "bench_txalloc.h"
 #include "txalloc/txalloc.h"
 
-void txmem_bench_option(const char *name, const char *value) {
-  char err[256];
-  if (txalloc_option_set(name, value, err, sizeof err) != 0) bench_usage_error("%s", err);
+static void txalloc_flags_usage(FILE *out) {
+  bench_txalloc_usage(out, "txalloc options (also read from TXALLOC_<NAME> variables; a bare "
+                           "boolean flag means 1):");
+}
+
+void txmem_bench_parse(int argc, char **argv, const char *summary, const bench_arg *own,
+                       int own_count) {
+  const bench_cli cli = {.summary = summary,
+                         .args = own,
+                         .count = own_count,
+                         .flags = &bench_txalloc_flags,
+                         .help_tail = txalloc_flags_usage,
+                         .check_env = txalloc_options_check_env};
+  bench_parse_args(&cli, argc, argv);
 }
 
 void txmem_bench_json_config(bench_json *j, long threads, const double *duration,

@@ -1,5 +1,6 @@
-/* What the txmem benchmarks (txmem_overhead, txmem_machias) share: the strategy flags and
- * the txmem parts of their JSON object (DESIGN.md bench shape). */
+/* What the txmem benchmarks (txmem_overhead, txmem_machias) share: the command line (their
+ * own flags plus the txalloc options) and the txmem parts of their JSON object (DESIGN.md
+ * bench shape). */
 #ifndef TXALLOC_BENCH_TXMEM_BENCH_H
 #define TXALLOC_BENCH_TXMEM_BENCH_H
 
@@ -8,9 +9,11 @@
 #include "bench.h"
 #include "txalloc/txmem.h"
 
-/* Sets the txalloc option `name` ("txmem", "safe_reuse") to the value of a command-line
- * flag; a bad value is a usage error (exit 2). */
-void txmem_bench_option(const char *name, const char *value);
+/* Parses argv with bench_parse_args: the benchmark's own flags, then every txalloc option
+ * as a flag (--txmem, --safe-reuse, ...); refuses an unknown TXALLOC_* variable or a bad
+ * value. `summary` opens --help. */
+void txmem_bench_parse(int argc, char **argv, const char *summary, const bench_arg *own,
+                       int own_count);
 
 /* "threads", "duration_s" (when `duration` is not NULL), "allocator" and
  * "txmem": {"strategy", "safe_reuse"}. */

@@ -12,7 +12,6 @@
  * the received objects are freed again by the retry). Compare strategies (--txmem) and the
  * allocator underneath (LD_PRELOAD) in time and peak memory, 1..16 threads, share
  * 0/25/50/75/100 (McRT Figures 14-17). One JSON object on stdout. */
-#include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -141,54 +140,30 @@ static void worker(int index, void *arg) {
   txmem_thread_exit();
 }
 
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: txmem_machias [options]\n"
-          "McRT's Machias on the txmem hooks: threads allocate and write objects inside\n"
-          "transactions and pass a share of them to the next thread, which frees them in its\n"
-          "next transaction. Prints one JSON object.\n"
-          "  --threads N      threads (default 2)\n"
-          "  --txs N          transactions per thread (default 20000)\n"
-          "  --objects N      objects allocated per transaction (default 16)\n"
-          "  --max-size N     object sizes 16..N bytes, multiples of 8 (default 256)\n"
-          "  --share P        percent of objects passed to another thread (default 50)\n"
-          "  --abort P        percent of transactions that abort (default 0)\n"
-          "  --seed N         random seed (default 1)\n"
-          "  --txmem S        wrap | wrap-cache | txalloc (default: TXALLOC_TXMEM or txalloc)\n"
-          "  --safe-reuse B   0 | 1 (default: TXALLOC_SAFE_REUSE or 1)\n"
-          "  --help           this text\n");
-}
-
 int main(int argc, char **argv) {
-  bench_set_program(argv[0]);
-  static const struct option longopts[] = {{"threads", required_argument, 0, 'n'},
-                                           {"txs", required_argument, 0, 'x'},
-                                           {"objects", required_argument, 0, 'o'},
-                                           {"max-size", required_argument, 0, 'm'},
-                                           {"share", required_argument, 0, 's'},
-                                           {"abort", required_argument, 0, 'a'},
-                                           {"seed", required_argument, 0, 'r'},
-                                           {"txmem", required_argument, 0, 't'},
-                                           {"safe-reuse", required_argument, 0, 'u'},
-                                           {"help", no_argument, 0, 'h'},
-                                           {0, 0, 0, 0}};
-  int c;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    switch (c) {
-    case 'n': threads = (int)bench_parse_long("--threads", optarg, 1, 1024); break;
-    case 'x': txs = bench_parse_long("--txs", optarg, 1, 1L << 40); break;
-    case 'o': objects = (int)bench_parse_long("--objects", optarg, 1, 4096); break;
-    case 'm': max_size = (size_t)bench_parse_long("--max-size", optarg, 16, 1 << 20); break;
-    case 's': share = (int)bench_parse_long("--share", optarg, 0, 100); break;
-    case 'a': abort_pct = (int)bench_parse_long("--abort", optarg, 0, 100); break;
-    case 'r': seed = (uint64_t)bench_parse_long("--seed", optarg, 0, 1L << 62); break;
-    case 't': txmem_bench_option("txmem", optarg); break;
-    case 'u': txmem_bench_option("safe_reuse", optarg); break;
-    case 'h': usage(stdout); return 0;
-    default: bench_usage_error("unknown option");
-    }
-  }
-  if (optind < argc) bench_usage_error("unexpected argument '%s'", argv[optind]);
+  long threads_arg = threads, objects_arg = objects, max_size_arg = (long)max_size,
+       share_arg = share, abort_arg = abort_pct, seed_arg = (long)seed;
+  const bench_arg own[] = {
+      BENCH_LONG("threads", &threads_arg, 1, 1024, "threads"),
+      BENCH_LONG("txs", &txs, 1, 1L << 40, "transactions per thread"),
+      BENCH_LONG("objects", &objects_arg, 1, 4096, "objects allocated per transaction"),
+      BENCH_LONG("max-size", &max_size_arg, 16, 1 << 20,
+                 "object sizes 16..max-size bytes, multiples of 8"),
+      BENCH_LONG("share", &share_arg, 0, 100, "percent of objects passed to another thread"),
+      BENCH_LONG("abort", &abort_arg, 0, 100, "percent of transactions that abort"),
+      BENCH_LONG("seed", &seed_arg, 0, 1L << 62, "random seed"),
+  };
+  txmem_bench_parse(argc, argv,
+                    "McRT's Machias on the txmem hooks: threads allocate and write objects "
+                    "inside\ntransactions and pass a share of them to the next thread, which "
+                    "frees them in its\nnext transaction. Prints one JSON object.",
+                    own, (int)(sizeof own / sizeof own[0]));
+  threads = (int)threads_arg;
+  objects = (int)objects_arg;
+  max_size = (size_t)max_size_arg;
+  share = (int)share_arg;
+  abort_pct = (int)abort_arg;
+  seed = (uint64_t)seed_arg;
   if (abort_pct == 100) bench_usage_error("--abort 100 would never commit");
 
   inboxes = calloc((size_t)threads, sizeof *inboxes);

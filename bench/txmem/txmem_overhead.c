@@ -14,7 +14,6 @@
  *                     allocation path alone
  * and the ratios to plain_pair_ns (McRT's target: ≤ 1.3 for the txalloc strategy).
  * One JSON object on stdout (DESIGN.md shape); progress on stderr. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,19 +26,6 @@
 static size_t size = 64;
 static long pairs = 2000000;
 static int repeat = 5;
-
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: txmem_overhead [options]\n"
-          "Times a malloc/free pair inside committed transactions, outside them, and on the\n"
-          "allocator directly, for one txmem strategy; prints one JSON object.\n"
-          "  --txmem S        wrap | wrap-cache | txalloc (default: TXALLOC_TXMEM or txalloc)\n"
-          "  --safe-reuse B   0 | 1 (default: TXALLOC_SAFE_REUSE or 1)\n"
-          "  --size N         bytes per object (default 64)\n"
-          "  --pairs N        pairs per timed run (default 2000000)\n"
-          "  --repeat N       runs per figure; the median is reported (default 5)\n"
-          "  --help           this text\n");
-}
 
 typedef void (*run_fn)(long n);
 static volatile char sink;
@@ -103,27 +89,19 @@ static double measure(run_fn fn, long n) {
 }
 
 int main(int argc, char **argv) {
-  bench_set_program(argv[0]);
-  static const struct option longopts[] = {{"txmem", required_argument, 0, 't'},
-                                           {"safe-reuse", required_argument, 0, 's'},
-                                           {"size", required_argument, 0, 'z'},
-                                           {"pairs", required_argument, 0, 'p'},
-                                           {"repeat", required_argument, 0, 'r'},
-                                           {"help", no_argument, 0, 'h'},
-                                           {0, 0, 0, 0}};
-  int c;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    switch (c) {
-    case 't': txmem_bench_option("txmem", optarg); break;
-    case 's': txmem_bench_option("safe_reuse", optarg); break;
-    case 'z': size = (size_t)bench_parse_long("--size", optarg, 1, 1 << 20); break;
-    case 'p': pairs = bench_parse_long("--pairs", optarg, 1000, 1L << 40); break;
-    case 'r': repeat = (int)bench_parse_long("--repeat", optarg, 1, 63); break;
-    case 'h': usage(stdout); return 0;
-    default: bench_usage_error("unknown option");
-    }
-  }
-  if (optind < argc) bench_usage_error("unexpected argument '%s'", argv[optind]);
+  long size_arg = (long)size, repeat_arg = repeat;
+  const bench_arg own[] = {
+      BENCH_LONG("size", &size_arg, 1, 1 << 20, "bytes per object"),
+      BENCH_LONG("pairs", &pairs, 1000, 1L << 40, "pairs per timed run"),
+      BENCH_LONG("repeat", &repeat_arg, 1, 63, "runs per figure; the median is reported"),
+  };
+  txmem_bench_parse(argc, argv,
+                    "Times a malloc/free pair inside committed transactions, outside them, and "
+                    "on the\nallocator directly, for one txmem strategy (--txmem); prints one "
+                    "JSON object.",
+                    own, (int)(sizeof own / sizeof own[0]));
+  size = (size_t)size_arg;
+  repeat = (int)repeat_arg;
 
   txmem_strategy strategy = txmem_get_strategy();
   const char *name = txmem_strategy_name(strategy);

@@ -5,7 +5,10 @@
  *   - the key "ort_log2" in the study's metadata.
  * Options set from code take effect for layers not yet initialised; each layer reads its
  * options when it initialises (the allocator at its first call, the TM runtime at the
- * first transaction), so set them before that. */
+ * first transaction), so set them before that.
+ * The library warns about an unknown TXALLOC_* variable or a bad value and keeps the
+ * default (right for a preloaded library); a program that must not run in a configuration
+ * nobody asked for refuses to start when txalloc_options_check_env reports a problem. */
 #ifndef TXALLOC_OPTIONS_H
 #define TXALLOC_OPTIONS_H
 
@@ -32,7 +35,7 @@ typedef struct txalloc_option_info {
   const char *doc;   /* one line */
   txalloc_option_type type;
   long min, max;       /* INT and SIZE only */
-  const char *choices; /* CHOICE only, e.g. "stm|lock" */
+  const char *choices; /* CHOICE only, e.g. "etl-wb|etl-wt|ctl-wb" */
   long default_value;
 } txalloc_option_info;
 
@@ -47,6 +50,13 @@ TXALLOC_API int txalloc_option_find(const char *name);
 /* Parses and sets an option. Returns 0, or -1 with a message naming the problem (unknown
  * option and the valid names, bad value and the valid range or choices) in `err`. */
 TXALLOC_API int txalloc_option_set(const char *name, const char *value, char *err, size_t err_len);
+
+/* Checks the TXALLOC_* environment variables without applying them: every one must name an
+ * option and hold a valid value for it (variables of txalloc's build and test tooling --
+ * TXALLOC_TEST_*, TXALLOC_REPO, TXALLOC_BUILD_DIR, TXALLOC_LIB -- are not options and pass).
+ * Returns the number of problems; `err` holds the first as one line, e.g.
+ * "TXALLOC_DESIGN=ctlwb: option design: 'ctlwb' is not one of etl-wb|etl-wt|ctl-wb". */
+TXALLOC_API int txalloc_options_check_env(char *err, size_t err_len);
 
 /* Current value (CHOICE: the index of the choice). */
 TXALLOC_API long txalloc_option_value(size_t index);

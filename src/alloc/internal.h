@@ -5,7 +5,7 @@
 
 #include "alloc/alloc_direct.h"
 #include "os/os_mem.h"
-#include "util/options.h"
+#include "alloc/alloc_options.h"
 
 /* ---- Size classes (size_class.c) ---- */
 /* Fills the class table (the one function a placement policy replaces). */

@@ -7,3 +7,9 @@ const tm_backend *const tm_backends[] = {
 #undef TM_BACKEND
 };
 const unsigned tm_backend_count = sizeof tm_backends / sizeof *tm_backends;
+
+const char tm_backend_choices[] =
+#define TM_BACKEND(id, name, table) "|" name
+#include "tm/tm_backends.def"
+#undef TM_BACKEND
+    ;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "txalloc/tm.h"
-#include "util/options.h"
+#include "tm/tm_options.h"
 
 #define TM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TM_UNLIKELY(x) __builtin_expect(!!(x), 0)

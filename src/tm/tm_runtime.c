@@ -25,7 +25,6 @@
 #include "tm/tm_backend.h"
 #include "txalloc/txmem.h"
 #include "util/message.h"
-#include "util/options.h"
 
 tm_config tm_cfg;
 tm_backend tm_be;

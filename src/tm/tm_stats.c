@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "tm/tm_backend.h"
-#include "util/options.h"
 
 static tm_stats exited; /* threads that exited (under the threads lock) */
 

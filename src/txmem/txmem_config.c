@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "txmem/txmem_internal.h"
-#include "util/options.h"
+#include "txmem/txmem_options.h"
 
 txmem_config txmem_cfg;
 _Atomic int txmem_cfg_ready;

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "txmem/txmem_internal.h"
-#include "util/options.h"
+#include "txmem/txmem_options.h"
 
 uint64_t txmem_epoch_now(void);
 void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes);

@@ -1,5 +1,6 @@
-/* The options table: parsing, environment, lookup. Never allocates: it runs inside the
- * allocator's own initialisation, possibly before malloc works. */
+/* The options mechanism: parsing, environment, lookup, over the table assembled above the
+ * layers (util/options.h). Never allocates: it runs inside the allocator's own
+ * initialisation, possibly before malloc works. */
 #include "util/options.h"
 
 #include <ctype.h>
@@ -15,40 +16,20 @@
 
 extern char **environ;
 
-static const txalloc_option_info option_table[TXALLOC_OPT_COUNT_] = {
-#define TXALLOC_OPTION(ID, layer_, name_, type_, min_, max_, choices_, def_, doc_)                 \
-  {.name = name_,                                                                                  \
-   .layer = layer_,                                                                                \
-   .doc = doc_,                                                                                    \
-   .type = TXALLOC_OPTION_##type_,                                                                 \
-   .min = min_,                                                                                    \
-   .max = max_,                                                                                    \
-   .choices = choices_,                                                                            \
-   .default_value = def_},
-#include "util/option_table.def"
-#undef TXALLOC_OPTION
-};
-
-long txalloc_option_values[TXALLOC_OPT_COUNT_] = {
-#define TXALLOC_OPTION(ID, layer, name, type, min, max, choices, def, doc) def,
-#include "util/option_table.def"
-#undef TXALLOC_OPTION
-};
-
 /* OPTIONS_UNREAD, OPTIONS_READ, or the pid of the process whose thread is reading the
  * environment (a child forked during the reading sees its parent's pid there). */
 enum { OPTIONS_UNREAD = 0, OPTIONS_READ = -1 };
 static int options_state;
 
-size_t txalloc_option_count(void) { return TXALLOC_OPT_COUNT_; }
+size_t txalloc_option_count(void) { return txalloc_option_table_size; }
 
 const txalloc_option_info *txalloc_option_at(size_t index) {
-  return index < TXALLOC_OPT_COUNT_ ? &option_table[index] : NULL;
+  return index < txalloc_option_table_size ? &txalloc_option_table[index] : NULL;
 }
 
 long txalloc_option_value(size_t index) {
   txalloc_options_init();
-  return index < TXALLOC_OPT_COUNT_
+  return index < txalloc_option_table_size
              ? __atomic_load_n(&txalloc_option_values[index], __ATOMIC_RELAXED)
              : 0;
 }
@@ -66,8 +47,8 @@ static int name_matches(const char *given, const char *canonical) {
 }
 
 int txalloc_option_find(const char *name) {
-  for (int i = 0; i < TXALLOC_OPT_COUNT_; i++)
-    if (name_matches(name, option_table[i].name)) return i;
+  for (int i = 0; i < (int)txalloc_option_table_size; i++)
+    if (name_matches(name, txalloc_option_table[i].name)) return i;
   return -1;
 }
 
@@ -133,15 +114,18 @@ static int parse_number(const char *s, int sized, long *out) {
 
 static void append_names(char *err, size_t err_len) {
   size_t used = strlen(err);
-  for (int i = 0; i < TXALLOC_OPT_COUNT_ && used + 1 < err_len; i++) {
-    int n = snprintf(err + used, err_len - used, "%s%s", i ? ", " : "", option_table[i].name);
+  for (int i = 0; i < (int)txalloc_option_table_size && used + 1 < err_len; i++) {
+    int n =
+        snprintf(err + used, err_len - used, "%s%s", i ? ", " : "", txalloc_option_table[i].name);
     if (n < 0) break;
     used += (size_t)n;
   }
 }
 
-static int set_value(int i, const char *value, char *err, size_t err_len) {
-  const txalloc_option_info *o = &option_table[i];
+/* Parses `value` for option i into *out; on a bad value returns -1 with the reason in err
+ * (when err is not NULL). */
+static int parse_value(int i, const char *value, long *out, char *err, size_t err_len) {
+  const txalloc_option_info *o = &txalloc_option_table[i];
   long v = 0;
   int bad = 0;
   switch (o->type) {
@@ -155,23 +139,30 @@ static int set_value(int i, const char *value, char *err, size_t err_len) {
     bad = v < 0;
     break;
   }
-  if (bad) {
-    if (!err) return -1;
-    switch (o->type) {
-    case TXALLOC_OPTION_BOOL:
-      snprintf(err, err_len, "option %s: '%s' is not a boolean (use 0 or 1)", o->name, value);
-      break;
-    case TXALLOC_OPTION_INT:
-    case TXALLOC_OPTION_SIZE:
-      snprintf(err, err_len, "option %s: '%s' is not %s in [%ld, %ld]", o->name, value,
-               o->type == TXALLOC_OPTION_SIZE ? "a size" : "an integer", o->min, o->max);
-      break;
-    case TXALLOC_OPTION_CHOICE:
-      snprintf(err, err_len, "option %s: '%s' is not one of %s", o->name, value, o->choices);
-      break;
-    }
-    return -1;
+  if (!bad) {
+    *out = v;
+    return 0;
   }
+  if (!err) return -1;
+  switch (o->type) {
+  case TXALLOC_OPTION_BOOL:
+    snprintf(err, err_len, "option %s: '%s' is not a boolean (use 0 or 1)", o->name, value);
+    break;
+  case TXALLOC_OPTION_INT:
+  case TXALLOC_OPTION_SIZE:
+    snprintf(err, err_len, "option %s: '%s' is not %s in [%ld, %ld]", o->name, value,
+             o->type == TXALLOC_OPTION_SIZE ? "a size" : "an integer", o->min, o->max);
+    break;
+  case TXALLOC_OPTION_CHOICE:
+    snprintf(err, err_len, "option %s: '%s' is not one of %s", o->name, value, o->choices);
+    break;
+  }
+  return -1;
+}
+
+static int set_value(int i, const char *value, char *err, size_t err_len) {
+  long v;
+  if (parse_value(i, value, &v, err, err_len) != 0) return -1;
   __atomic_store_n(&txalloc_option_values[i], v, __ATOMIC_RELAXED);
   return 0;
 }
@@ -191,14 +182,27 @@ int txalloc_option_set(const char *name, const char *value, char *err, size_t er
 }
 
 int txalloc_option_format(size_t index, char *buf, size_t len) {
-  if (index >= TXALLOC_OPT_COUNT_) return snprintf(buf, len, "?");
-  const txalloc_option_info *o = &option_table[index];
+  if (index >= txalloc_option_table_size) return snprintf(buf, len, "?");
+  const txalloc_option_info *o = &txalloc_option_table[index];
   long v = txalloc_option_value(index);
   if (o->type == TXALLOC_OPTION_CHOICE) return txalloc_format_choice(o->choices, v, buf, len);
   return snprintf(buf, len, "%ld", v);
 }
 
-static void read_environment(void) {
+/* Variables of txalloc's own build, test and study tooling: TXALLOC_ by name, but not
+ * options, so neither warned about nor refused. */
+static int tooling_variable(const char *name) {
+  static const char *const names[] = {"TXALLOC_REPO", "TXALLOC_BUILD_DIR", "TXALLOC_LIB"};
+  if (strncmp(name, "TXALLOC_TEST_", 13) == 0) return 1;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(name, names[i]) == 0) return 1;
+  return 0;
+}
+
+/* Calls visit(name, value, ctx) for every TXALLOC_* variable of the environment that is not
+ * a tooling variable; `name` is cut to 63 characters. */
+static void for_each_variable(void (*visit)(const char *name, const char *value, void *ctx),
+                              void *ctx) {
   if (!environ) return;
   for (char **e = environ; *e; e++) {
     if (strncmp(*e, "TXALLOC_", 8) != 0) continue;
@@ -209,17 +213,49 @@ static void read_environment(void) {
     if (n >= sizeof name) n = sizeof name - 1;
     memcpy(name, *e, n);
     name[n] = '\0';
-    char err[1024];
-    if (txalloc_option_find(name) < 0) {
-      /* Stay quiet about variables of the build and test tooling (TXALLOC_TEST_*). */
-      if (strncmp(name, "TXALLOC_TEST_", 13) == 0) continue;
-      snprintf(err, sizeof err, "unknown environment variable %s ignored; valid options: ", name);
-      append_names(err, sizeof err);
-      txalloc_message("%s", err);
-    } else if (set_value(txalloc_option_find(name), eq + 1, err, sizeof err) != 0) {
-      txalloc_message("%s=%s ignored (default kept): %s", name, eq + 1, err);
-    }
+    if (!tooling_variable(name)) visit(name, eq + 1, ctx);
   }
+}
+
+static void read_variable(const char *name, const char *value, void *ctx) {
+  (void)ctx;
+  char err[1024];
+  int i = txalloc_option_find(name);
+  if (i < 0) {
+    snprintf(err, sizeof err, "unknown environment variable %s ignored; valid options: ", name);
+    append_names(err, sizeof err);
+    txalloc_message("%s", err);
+  } else if (set_value(i, value, err, sizeof err) != 0) {
+    txalloc_message("%s=%s ignored (default kept): %s", name, value, err);
+  }
+}
+
+static void read_environment(void) { for_each_variable(read_variable, NULL); }
+
+struct env_check {
+  int problems;
+  char *err;
+  size_t err_len;
+};
+
+static void check_variable(const char *name, const char *value, void *ctx) {
+  struct env_check *c = ctx;
+  char why[512];
+  long v;
+  int i = txalloc_option_find(name);
+  if (i >= 0 && parse_value(i, value, &v, why, sizeof why) == 0) return;
+  if (c->problems++ || !c->err || !c->err_len) return;
+  if (i < 0)
+    snprintf(c->err, c->err_len, "unknown variable %s: not a txalloc option", name);
+  else
+    snprintf(c->err, c->err_len, "%s=%s: %s", name, value, why);
+}
+
+int txalloc_options_check_env(char *err, size_t err_len) {
+  struct env_check c = {0, err, err_len};
+  if (err && err_len) err[0] = '\0';
+  for_each_variable(check_variable, &c);
+  return c.problems;
 }
 
 void txalloc_options_init(void) {

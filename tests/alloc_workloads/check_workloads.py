@@ -8,9 +8,11 @@ usage: check_workloads.py BENCH_DIR MODE [LIBRARY...]
   MODE run      every program with small parameters at 1, 2 and 3 threads (more threads
                 than this machine's cores), expecting the process's own malloc: glibc, or
                 the sanitizer's in sanitizer builds.
-  MODE args     bad arguments -> exit 2 and a message on stderr; --help -> exit 0.
+  MODE args     bad arguments -> exit 2 and a message on stderr; --help -> exit 0; without
+                txalloc in the process, TXALLOC_* variables change nothing.
   MODE preload  for each LIBRARY (NAME=PATH) that exists, LD_PRELOAD it and expect
-                allocator.name == NAME; exit 77 (ctest: skipped) when none exists.
+                allocator.name == NAME; exit 77 (ctest: skipped) when none exists. Under
+                txalloc, an unknown TXALLOC_* variable or a bad value refuses the run.
 """
 import json
 import os
@@ -176,6 +178,25 @@ def mode_args(bench_dir):
     p = run(bench_dir, "machias", ["--sharing=101"])
     if p.returncode != 2:
         fail(f"machias --sharing=101: exit {p.returncode}, expected 2")
+    for name in SMALL:
+        expect_refusal(bench_dir, name, ["--bogus-flag"], None,
+                       f"{name}: unknown option '--bogus-flag' (see --help)")
+        expect_refusal(bench_dir, name, ["--threads"], None,
+                       f"{name}: option '--threads' needs a value")
+    # glibc serves the run: txalloc's variables concern no code in the process.
+    env = dict(os.environ, TXALLOC_BOGUS_OPTION="1", TXALLOC_SECURE="maybe")
+    check_run(bench_dir, "threadtest", SMALL["threadtest"], 1, {"glibc"} | SANITIZER_ALLOCATORS,
+              env)
+
+
+def expect_refusal(bench_dir, name, args, env, text):
+    """PROGRAM ARGS exits 2, prints nothing on stdout, and its last line of stderr holds
+    `text` (a preloaded txalloc warns on lines of its own before)."""
+    p = run(bench_dir, name, args, env)
+    last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+    if p.returncode != 2 or p.stdout.strip() or text not in last:
+        fail(f"{name} {' '.join(args)}: exit {p.returncode} (2 expected), last line of stderr "
+             f"{last!r} (expected {text!r})")
 
 
 def mode_preload(bench_dir, libraries):
@@ -189,6 +210,13 @@ def mode_preload(bench_dir, libraries):
         env = dict(os.environ, LD_PRELOAD=path)
         for name, args in SMALL.items():
             check_run(bench_dir, name, args, 2, {lib_name}, env)
+        if lib_name == "txalloc":
+            bad_value = dict(env, TXALLOC_SECURE="maybe")
+            expect_refusal(bench_dir, "threadtest", SMALL["threadtest"], bad_value,
+                           "threadtest: refusing to run: TXALLOC_SECURE=maybe: option secure:")
+            unknown = dict(env, TXALLOC_BOGUS_OPTION="1")
+            expect_refusal(bench_dir, "larson", SMALL["larson"], unknown,
+                           "larson: refusing to run: unknown variable TXALLOC_BOGUS_OPTION")
     if not found:
         print("no library to preload is installed", file=sys.stderr)
         sys.exit(77)

@@ -10,6 +10,7 @@ shape of DESIGN.md, "valid": true, and the options it was given echoed in the JS
     --help-test            check that PROGRAM --help prints a usage text and exits 0
     --bad "ARGS"           check that PROGRAM ARGS exits 2 with a message on stderr and
                            nothing on stdout (repeatable)
+    --says TEXT            the message of the --bad before it is one line holding TEXT
     --expect KEY.KEY=V     check that the JSON holds V (a JSON literal, else a string) at
                            that path, e.g. tm.privatization=false (repeatable)
 --duration and --ops values are multiplied by TXALLOC_TEST_SCALE (sanitizer builds run
@@ -56,11 +57,29 @@ def help_choices(program, env, name):
     return m.group(1).split("|")
 
 
+def given_flags(args):
+    """{name: value} of the flags in args, names with '_' for '-': --name=value, --name value,
+    and a bare --name (a boolean flag: "1") before another flag or at the end."""
+    flags = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if not a.startswith("--"):
+            continue
+        name, eq, value = a[2:].partition("=")
+        if not eq:
+            if i < len(args) and not args[i].startswith("--"):
+                value = args[i]
+                i += 1
+            else:
+                value = "1"
+        flags[name.replace("-", "_")] = value
+    return flags
+
+
 def flag_value(args, name):
-    for i, a in enumerate(args[:-1]):
-        if a.lstrip("-").replace("-", "_") == name.replace("-", "_"):
-            return args[i + 1]
-    return None
+    return given_flags(args).get(name.replace("-", "_"))
 
 
 def check_json(cmd, p):
@@ -111,15 +130,12 @@ def check_json(cmd, p):
         for key in keys:
             if key not in tm:
                 fail("tm lacks %r" % key)
-        args = cmd[1:]
-        for i, a in enumerate(args[:-1]):
-            if not a.startswith("--"):
-                continue
-            key = a[2:].replace("-", "_")
-            if key in options and str(options[key]).lower() != args[i + 1].lower():
-                if not (isinstance(options[key], bool) and args[i + 1] in ("0", "1")):
+        for key, given in given_flags(cmd[1:]).items():
+            if key in options and str(options[key]).lower() != given.lower():
+                if not (isinstance(options[key], bool) and given in ("0", "1")
+                        and options[key] == (given == "1")):
                     fail("tm_options.%s is %r, the command line said %r"
-                         % (key, options[key], args[i + 1]))
+                         % (key, options[key], given))
     params = d["params"]
     for name, value in params.items():
         given = flag_value(cmd[1:], name)
@@ -161,7 +177,12 @@ def main():
             os.environ[var] = value
             i += 2
         elif o == "--bad":
-            bad.append(shlex.split(opts[i + 1]))
+            bad.append((shlex.split(opts[i + 1]), None))
+            i += 2
+        elif o == "--says":
+            if not bad:
+                fail("--says needs a --bad before it")
+            bad[-1] = (bad[-1][0], opts[i + 1])
             i += 2
         elif o == "--expect":
             path, _, text = opts[i + 1].partition("=")
@@ -181,11 +202,13 @@ def main():
         p = run([program, "--help"], env)
         if p.returncode != 0 or "usage" not in p.stdout:
             fail("--help: exit %d, stdout %r" % (p.returncode, p.stdout[:200]))
-    for args in bad:
+    for args, says in bad:
         p = run([program] + args, env)
         if p.returncode != 2 or p.stdout.strip() or not p.stderr.strip():
             fail("%s: exit %d (2 expected), stdout %r, stderr %r"
                  % (args, p.returncode, p.stdout[:200], p.stderr[:200]))
+        if says is not None and (says not in p.stderr or len(p.stderr.splitlines()) != 1):
+            fail("%s: the message is not one line holding %r: %r" % (args, says, p.stderr[:500]))
     if help_test or bad:
         if not each and not base:
             print("ok", file=sys.stderr)
@@ -199,7 +222,7 @@ def main():
     for combo in itertools.product(*axes) if axes else [()]:
         args = list(base)
         for name, value in combo:
-            args += ["--" + name, value]
+            args.append("--%s=%s" % (name, value))
         full = [program] + scaled(args)
         p = run(full, env)
         if p.returncode != 0:

@@ -1,5 +1,6 @@
 /* The options table: lookup by every spelling, parsing of each type, range and choice
- * errors with messages that name the problem, and the environment at first use. */
+ * errors with messages that name the problem, the environment at first use, and the check
+ * of the environment that refuses what the library would only warn about. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdlib.h>
@@ -7,6 +8,35 @@
 
 #include "check.h"
 #include "txalloc/options.h"
+
+/* txalloc_options_check_env reports each unknown variable and each bad value, lets the
+ * tooling's variables pass, and applies nothing. Runs after the first use. */
+static void test_check_env(int verbose) {
+  char err[512];
+  CHECK(txalloc_options_check_env(err, sizeof err) == 1); /* TXALLOC_STATS=maybe */
+  CHECKF(strstr(err, "TXALLOC_STATS=maybe") && strstr(err, "boolean"), "message: %s", err);
+  CHECKF(strchr(err, '\n') == NULL, "one line: %s", err);
+
+  unsetenv("TXALLOC_STATS");
+  setenv("TXALLOC_TEST_SCALE", "0.2", 1);
+  setenv("TXALLOC_BUILD_DIR", "/nowhere", 1);
+  setenv("TXALLOC_VERBOSE", "0", 1);
+  setenv("TXALLOC_DECOMMIT_DELAY_MS", "1000", 1);
+  CHECKF(txalloc_options_check_env(err, sizeof err) == 0, "message: %s", err);
+  CHECK(err[0] == '\0');
+  CHECK(txalloc_option_value((size_t)verbose) == 1); /* checked, not applied */
+
+  setenv("TXALLOC_NO_SUCH_OPTION", "1", 1);
+  CHECK(txalloc_options_check_env(err, sizeof err) == 1);
+  CHECKF(strstr(err, "unknown variable TXALLOC_NO_SUCH_OPTION"), "message: %s", err);
+  setenv("TXALLOC_DECOMMIT_DELAY_MS", "-5", 1);
+  CHECK(txalloc_options_check_env(err, sizeof err) == 2);
+  CHECK(txalloc_options_check_env(NULL, 0) == 2);
+  unsetenv("TXALLOC_NO_SUCH_OPTION");
+  CHECK(txalloc_options_check_env(err, sizeof err) == 1);
+  CHECKF(strstr(err, "TXALLOC_DECOMMIT_DELAY_MS=-5") && strstr(err, "decommit_delay_ms"),
+         "message: %s", err);
+}
 
 int main(void) {
   /* Set before the first use, so txalloc_options_init reads it. */
@@ -58,5 +88,6 @@ int main(void) {
       CHECK(txalloc_option_set(o->name, above, err, sizeof err) == -1);
     }
   }
+  test_check_env(verbose);
   return check_exit();
 }
