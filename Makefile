@@ -11,8 +11,9 @@ SANITIZER_TEST_SCALE ?= 0.2
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS)
 SOURCES = $(shell git ls-files '*.c' '*.h' '*.cc' 2>/dev/null)
 
-# The study harness (python/): a virtual environment with the `txalloc` CLI and its pinned
-# dependencies from PyPI, rebuilt only when python/pyproject.toml changes.
+# The study harness (python/): a virtual environment with the `txalloc` CLI and its
+# dependencies from PyPI at the versions pinned in python/constraints.txt, rebuilt only when
+# python/pyproject.toml or the constraints change.
 VENV       ?= .venv
 PYTHON3    ?= python3
 VENV_STAMP  = $(VENV)/.installed
@@ -45,9 +46,9 @@ test-asan:
 
 venv: $(VENV_STAMP)
 
-$(VENV_STAMP): python/pyproject.toml
+$(VENV_STAMP): python/pyproject.toml python/constraints.txt
 	$(PYTHON3) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e 'python[test]'
+	$(VENV)/bin/pip install -q --disable-pip-version-check -c python/constraints.txt -e 'python[test]'
 	touch $@
 
 test-python: venv
