@@ -43,7 +43,8 @@ program = "{program}"
 group = "{group}"
 metric = "time_s"
 params.value = {{ flag = "--value", type = "float", default = 1.0, scale = true }}
-params.mode = {{ flag = "--mode", type = "str", default = "ok", choices = ["ok", "crash", "fail", "hang", "garbage", "invalid", "tm"] }}
+params.mode = {{ flag = "--mode", type = "str", default = "ok", \
+                 choices = ["ok", "crash", "fail", "hang", "garbage", "invalid", "tm"] }}
 params.sleep = {{ flag = "--sleep", type = "float" }}
 """
 

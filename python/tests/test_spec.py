@@ -67,8 +67,8 @@ def test_bad_threads_and_keys(write_spec):
 
 
 def test_bad_registry_entry(write_spec):
-    check_error(write_spec, BASE + '[[run]]\nworkload = "w"\n[workload.w]\nprogram = "w"\nparams.x = { type = "int" }\n',
-                "workload.w.params.x", "exactly one of 'flag'")
+    entry = '[[run]]\nworkload = "w"\n[workload.w]\nprogram = "w"\nparams.x = { type = "int" }\n'
+    check_error(write_spec, BASE + entry, "workload.w.params.x", "exactly one of 'flag'")
     check_error(write_spec, BASE + '[[run]]\nworkload = "w"\n[workload.w]\nprogram = "w"\nbetter = "faster"\n',
                 "workload.w.better", "'lower' or 'higher'")
 

@@ -154,9 +154,10 @@ params = { value = [1.0, 2.0] }
     plan = runner.make_plan(spec, "normal", study_env)
     study_dir = tmp_path / "s"
     study_dir.mkdir()
-    assert runner.execute(plan, study_dir, stream=open(os.devnull, "w"), max_cells=3) == 3
-    assert runner.execute(plan, study_dir, stream=open(os.devnull, "w")) == 5
-    assert runner.execute(plan, study_dir, stream=open(os.devnull, "w")) == 0
+    with open(os.devnull, "w") as quiet:
+        assert runner.execute(plan, study_dir, stream=quiet, max_cells=3) == 3
+        assert runner.execute(plan, study_dir, stream=quiet) == 5
+        assert runner.execute(plan, study_dir, stream=quiet) == 0
     assert len(records(study_dir)) == 8
 
 

@@ -199,7 +199,7 @@ def best_worst_table(rows: list[RowResult]) -> list[BestWorst]:
         if len(r.ratios) >= 2:
             by_config[r.config_key].append(r)
     table = []
-    for config, rs in by_config.items():
+    for rs in by_config.values():
         if all(r.best in r.throughput for r in rs):
             chosen = max(rs, key=lambda r: r.throughput[r.best])
         elif rs[0].higher_is_better:

@@ -7,7 +7,7 @@ import copy
 import json
 import shlex
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from . import allocators as alloc_mod
@@ -17,7 +17,7 @@ from .spec import SpecError, bundled_specs, load_registries, load_spec, parse_sp
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def with_repetitions(raw: dict, n: int) -> dict:
@@ -71,9 +71,8 @@ def cmd_study(args: argparse.Namespace) -> int:
         study = None
 
     plan = runner.make_plan(spec, mode, build_dir, names)
-    if args.install_peers and plan.missing_allocators:
-        if not alloc_mod.install_missing(plan.missing_allocators):
-            plan = runner.make_plan(spec, mode, build_dir, names)
+    if args.install_peers and plan.missing_allocators and not alloc_mod.install_missing(plan.missing_allocators):
+        plan = runner.make_plan(spec, mode, build_dir, names)
     cells = runner.schedule(plan)
     for note in plan.notes:
         print(f"txalloc: {note}", file=sys.stderr)
@@ -89,8 +88,8 @@ def cmd_study(args: argparse.Namespace) -> int:
     if study is None:
         study_dir.mkdir(parents=True, exist_ok=False)
         options = {
-            "spec": args.spec or "default", "mode": mode, "allocators": names or "as in the spec", "out": str(study_dir),
-            "build_dir": str(build_dir), "repetitions_override": args.repetitions,
+            "spec": args.spec or "default", "mode": mode, "allocators": names or "as in the spec",
+            "out": str(study_dir), "build_dir": str(build_dir), "repetitions_override": args.repetitions,
         }
         study = {
             "spec_name": spec.name,

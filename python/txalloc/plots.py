@@ -48,7 +48,7 @@ def scaling_plots(an: Analysis, out: Path) -> list[Path]:
         cols = min(3, n)
         nrows = math.ceil(n / cols)
         fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.4 * nrows), squeeze=False)
-        for ax, (label, rows) in zip(axes.flat, configs.items()):
+        for ax, (label, rows) in zip(axes.flat, configs.items(), strict=False):  # spare axes are hidden
             rows = sorted(rows, key=lambda r: r.threads)
             for a in an.allocators:
                 pts = [(r.threads, r.summaries[a]) for r in rows if a in r.summaries]
@@ -122,7 +122,7 @@ def abort_plots(an: Analysis, out: Path) -> list[Path]:
                 n = f.aborts_by_cause.get(cause, 0.0) if causes else f.aborts / max(1, f.runs)
                 ys.append(100.0 * n / runs_attempts if runs_attempts else 0.0)
             ax1.bar(xs, ys, bottom=bottom, label=cause, color=cmap(ci % 20))
-            bottom = [b + y for b, y in zip(bottom, ys)]
+            bottom = [b + y for b, y in zip(bottom, ys, strict=True)]
         ax1.set_ylabel("aborts, % of attempts")
         ax1.legend(fontsize=7, ncol=4)
         ax1.grid(axis="y", alpha=0.3)

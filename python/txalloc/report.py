@@ -144,8 +144,9 @@ def failure_table(failures: list[dict]) -> str:
     body = []
     for f in failures:
         params = " ".join(f"{k}={v}" for k, v in sorted((f.get("params") or {}).items()))
+        error = (f.get("error") or "").replace("|", "\\|")
         body.append([f.get("status", "?"), f"{f['workload']} {params} t={f['threads']}", f["allocator"],
-                     str(f.get("rep", 0) + 1), (f.get("error") or "").replace("|", "\\|"), _first_line(f.get("stderr"))])
+                     str(f.get("rep", 0) + 1), error, _first_line(f.get("stderr"))])
     return _table(["status", "cell", "allocator", "rep", "error", "last stderr line"], body)
 
 
@@ -191,7 +192,8 @@ def _metadata_section(meta: dict[str, Any]) -> str:
     simple = [("CPU", meta.get("cpu_model")), ("cores", f"{meta.get('cores')} ({meta.get('cores_usable')} usable)"),
               ("kernel", meta.get("kernel")), ("compiler", meta.get("compiler")), ("glibc", meta.get("glibc")),
               ("python / matplotlib", f"{meta.get('python')} / {meta.get('matplotlib')}"),
-              ("txalloc revision", meta.get("txalloc_revision") or "unknown (not a git checkout)"), ("build directory", meta.get("build_dir"))]
+              ("txalloc revision", meta.get("txalloc_revision") or "unknown (not a git checkout)"),
+              ("build directory", meta.get("build_dir"))]
     lines += [f"- **{k}**: {v}" for k, v in simple]
     env = meta.get("txalloc_env") or {}
     lines.append(f"- **TXALLOC_ environment**: {', '.join(f'{k}={v}' for k, v in env.items()) or 'none'}")
@@ -211,10 +213,7 @@ def _allocator_section(study: dict, an: Analysis, records: list[dict]) -> str:
             served[r["allocator"]] = served.get(r["allocator"], 0) + 1
     body = []
     for a in study["metadata"].get("allocators", []):
-        if a["available"]:
-            state = f"{served.get(a['name'], 0)} runs verified"
-        else:
-            state = f"missing: {a.get('missing_reason')}"
+        state = f"{served.get(a['name'], 0)} runs verified" if a["available"] else f"missing: {a.get('missing_reason')}"
         body.append([a["name"], state, a.get("library") or "(system malloc)",
                      f"{a.get('package') or ''} {a.get('package_version') or ''}".strip() or "–"])
     return _table(["allocator", "status", "library", "package version"], body)

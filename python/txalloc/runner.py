@@ -10,6 +10,7 @@ on all allocators instead of on whichever always runs last.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +202,7 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         "rep": cell.rep,
         "argv": argv,
         "preload": cell.allocator.path,
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     t0 = time.monotonic()
     try:
@@ -216,10 +217,8 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         stdout, stderr = proc.communicate(timeout=row.timeout_s)
         timed_out = False
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         stdout, stderr = proc.communicate()
         timed_out = True
     record["wall_s"] = round(time.monotonic() - t0, 4)

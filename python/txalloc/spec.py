@@ -181,11 +181,8 @@ def _check_keys(table: dict, allowed: set[str], ctx: str, origin: str) -> None:
 
 
 def _expect(v: Any, types: tuple, what: str, ctx: str, origin: str) -> Any:
-    if isinstance(v, bool) and bool not in types:
-        ok = False
-    else:
-        ok = isinstance(v, types)
-    if not ok:
+    # bool is an int to isinstance, but not to a spec
+    if (isinstance(v, bool) and bool not in types) or not isinstance(v, types):
         raise SpecError(f"{origin}: {ctx}: expected {what}, got {_type_name(v)} {v!r}")
     return v
 
@@ -557,7 +554,7 @@ def expand_rows(spec: Spec, mode: str = "normal") -> list[Row]:
         w = spec.workloads[run.workload]
         names = list(run.params)
         for combo in itertools.product(*(run.params[n] for n in names)):
-            values = {n: scaled(w.params[n], v, scale) for n, v in zip(names, combo)}
+            values = {n: scaled(w.params[n], v, scale) for n, v in zip(names, combo, strict=True)}
             for t in run.threads:
                 reps = reps_override or run.repetitions or spec.repetitions
                 row = Row(

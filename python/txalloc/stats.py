@@ -10,8 +10,8 @@ uses.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 _EPS = 1e-15
 _TINY = 1e-300
@@ -133,7 +133,7 @@ def confidence_interval(values: Sequence[float], level: float = 0.95) -> tuple[f
 
 
 def geometric_mean(values: Iterable[float]) -> float:
-    vals = [v for v in values]
+    vals = list(values)
     if not vals:
         return math.nan
     if any(v <= 0 for v in vals):
