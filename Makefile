@@ -51,9 +51,10 @@ $(VENV_STAMP): python/pyproject.toml python/constraints.txt
 	$(VENV)/bin/pip install -q --disable-pip-version-check -c python/constraints.txt -e 'python[test]'
 	touch $@
 
-# Lint first (ruff, configured in python/pyproject.toml), then the tests.
+# Lint and format check first (ruff, configured in python/pyproject.toml), then the tests.
 test-python: venv
 	$(VENV)/bin/ruff check python
+	$(VENV)/bin/ruff format --check python
 	$(VENV)/bin/python -m pytest -q python/tests
 
 # The README's main command: builds what is missing, adds missing peer allocators when it

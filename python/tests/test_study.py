@@ -114,7 +114,10 @@ params = { value = 0.25, sleep = 0.15 }
     env = dict(os.environ, PYTHONPATH=str(Path(cli.__file__).resolve().parent.parent))
     proc = subprocess.Popen(
         [sys.executable, "-m", "txalloc.cli", "study", str(spec), "--out", str(out), "--build-dir", str(study_env)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     results = None
     while time.monotonic() < deadline:
@@ -143,14 +146,18 @@ params = { value = 0.25, sleep = 0.15 }
 
 
 def test_execute_stops_and_resumes_in_process(write_spec, study_env, tmp_path):
-    spec = load_spec(str(write_spec("""
+    spec = load_spec(
+        str(
+            write_spec("""
 allocators = ["fast", "slow"]
 threads = [1]
 repetitions = 2
 [[run]]
 workload = "fake"
 params = { value = [1.0, 2.0] }
-""")))
+""")
+        )
+    )
     plan = runner.make_plan(spec, "normal", study_env)
     study_dir = tmp_path / "s"
     study_dir.mkdir()
@@ -162,13 +169,17 @@ params = { value = [1.0, 2.0] }
 
 
 def test_allocator_order_rotates(write_spec, study_env):
-    spec = load_spec(str(write_spec("""
+    spec = load_spec(
+        str(
+            write_spec("""
 allocators = ["fast", "slow", "liar"]
 threads = [1, 2]
 repetitions = 3
 [[run]]
 workload = "fake"
-""")))
+""")
+        )
+    )
     plan = runner.make_plan(spec, "normal", study_env)
     cells = runner.schedule(plan)
     assert len(cells) == 2 * 3 * 3
@@ -309,10 +320,15 @@ def test_progress_in_a_log_is_throttled_and_has_an_eta():
 
 
 def test_dry_run_peers_and_specs_commands(write_spec, study_env, tmp_path, capsys):
-    spec = write_spec('allocators = ["fast", "slow"]\nthreads = [1, 2]\n[[run]]\nworkload = "fake"\n'
-                      'params = { value = [1.0, 3.0] }\n')
-    assert cli.main(["study", str(spec), "--dry-run", "--quick", "--build-dir", str(study_env),
-                     "--out", str(tmp_path / "o")]) == 0
+    spec = write_spec(
+        'allocators = ["fast", "slow"]\nthreads = [1, 2]\n[[run]]\nworkload = "fake"\nparams = { value = [1.0, 3.0] }\n'
+    )
+    assert (
+        cli.main(
+            ["study", str(spec), "--dry-run", "--quick", "--build-dir", str(study_env), "--out", str(tmp_path / "o")]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "mode quick: 4 rows, 2 allocators, 16 runs" in out
     assert "--value 0.75" in out and "--threads 2" in out

@@ -57,8 +57,10 @@ def cmd_study(args: argparse.Namespace) -> int:
         names = study["allocators"]
         build_dir = Path(study["metadata"]["build_dir"]) if not args.build_dir else build_dir
         if args.spec or args.quick or args.full or args.allocators:
-            print("txalloc: --resume continues the study as it was started; other study options are ignored",
-                  file=sys.stderr)
+            print(
+                "txalloc: --resume continues the study as it was started; other study options are ignored",
+                file=sys.stderr,
+            )
     else:
         spec = load_spec(args.spec or "default")
         if args.repetitions:
@@ -77,19 +79,30 @@ def cmd_study(args: argparse.Namespace) -> int:
     for note in plan.notes:
         print(f"txalloc: {note}", file=sys.stderr)
     if args.dry_run:
-        print(f"spec {spec.name} ({spec.source}), mode {mode}: {len(plan.rows)} rows, "
-              f"{len(plan.allocators)} allocators, {len(cells)} runs")
+        print(
+            f"spec {spec.name} ({spec.source}), mode {mode}: {len(plan.rows)} rows, "
+            f"{len(plan.allocators)} allocators, {len(cells)} runs"
+        )
         for row in plan.rows:
-            print(f"  {row.label} x{row.repetitions}: "
-                  + " ".join(runner.command_line(spec.workloads[row.workload], plan.programs[row.workload],
-                                                 row.params_dict, row.threads)))
+            print(
+                f"  {row.label} x{row.repetitions}: "
+                + " ".join(
+                    runner.command_line(
+                        spec.workloads[row.workload], plan.programs[row.workload], row.params_dict, row.threads
+                    )
+                )
+            )
         return 0
 
     if study is None:
         study_dir.mkdir(parents=True, exist_ok=False)
         options = {
-            "spec": args.spec or "default", "mode": mode, "allocators": names or "as in the spec",
-            "out": str(study_dir), "build_dir": str(build_dir), "repetitions_override": args.repetitions,
+            "spec": args.spec or "default",
+            "mode": mode,
+            "allocators": names or "as in the spec",
+            "out": str(study_dir),
+            "build_dir": str(build_dir),
+            "repetitions_override": args.repetitions,
         }
         study = {
             "spec_name": spec.name,
@@ -111,8 +124,11 @@ def cmd_study(args: argparse.Namespace) -> int:
         study["allocators_available"] = [a.name for a in plan.allocators]
         study["cells_planned"] = len(cells)
     (study_dir / runner.STUDY_FILE).write_text(json.dumps(study, indent=2, sort_keys=True))
-    print(f"txalloc: study {spec.name} ({mode}): {len(plan.rows)} rows, {len(plan.allocators)} allocators, "
-          f"{len(cells)} runs, into {study_dir}", file=sys.stderr)
+    print(
+        f"txalloc: study {spec.name} ({mode}): {len(plan.rows)} rows, {len(plan.allocators)} allocators, "
+        f"{len(cells)} runs, into {study_dir}",
+        file=sys.stderr,
+    )
     if not cells:
         print("txalloc: nothing to run (no workload program built, or no allocator available)", file=sys.stderr)
 
@@ -163,8 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("study", help="run a study and write its report")
-    s.add_argument("spec", nargs="?", help=f"bundled spec name ({', '.join(bundled_specs())}) or TOML file; "
-                                          "default: default")
+    s.add_argument(
+        "spec", nargs="?", help=f"bundled spec name ({', '.join(bundled_specs())}) or TOML file; default: default"
+    )
     s.add_argument("--out", metavar="DIR", help="write the study directory under DIR (default: results/)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true", help="fewer repetitions, smaller workloads")
@@ -173,8 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--repetitions", type=int, metavar="N", help="repetitions per cell, overriding the spec")
     s.add_argument("--resume", metavar="DIR", help="continue an interrupted study in DIR")
     s.add_argument("--build-dir", metavar="DIR", help="the CMake build directory (default: build/)")
-    s.add_argument("--install-peers", action="store_true",
-                   help="apt-get install missing peer allocators when root (else print how)")
+    s.add_argument(
+        "--install-peers",
+        action="store_true",
+        help="apt-get install missing peer allocators when root (else print how)",
+    )
     s.add_argument("--dry-run", action="store_true", help="print the plan and the command lines; run nothing")
     s.set_defaults(func=cmd_study)
 

@@ -207,7 +207,11 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
             start_new_session=True,  # its own process group: a timeout kills all of it
         )
     except OSError as e:
@@ -308,7 +312,8 @@ def append_record(study_dir: Path, record: dict) -> None:
 def short_label(plan: Plan, row: Row) -> str:
     """The row named by its workload and the parameters that vary among the plan's rows."""
     varying = [
-        name for name, value in row.params
+        name
+        for name, value in row.params
         if any(r.workload == row.workload and r.params_dict.get(name) != value for r in plan.rows)
     ]
     return f"{config_label(row.workload, row.params_dict, varying)} t={row.threads}"
