@@ -48,7 +48,8 @@ params = { value = 0.5 }
     assert "| fake | 1 | 0.500 s | **1.00** | 2.00 |" in report
     assert "*geometric mean, 2 threads*" in report and "*2.00*" in report
     assert "ghost" in report and "missing" in report  # the missing peer is named, not fatal
-    assert "| fake | fast | slow | 100.0% | 2 |" in report  # best/worst table: 2 threads fastest
+    assert "| fake | fast | slow | 100.0% | 2 | – |" in report  # best/worst table: 2 threads fastest, no tie
+    assert "**Bold**: the row's best allocator" in report  # the marks are explained
     assert "± " in report  # confidence intervals shown
 
     with open(study_dir / "summary.csv") as f:

@@ -47,18 +47,33 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+TIE_MARK = "≈"
+
+# What the ratio tables' marks mean; printed under each of them.
+RATIO_LEGEND = (
+    "**Bold**: the row's best allocator, its 95 % confidence interval clear of every other "
+    f"allocator's. {TIE_MARK}: tied with the best (their intervals overlap, so the runs do not tell "
+    "them apart); when the best has a tie it is marked too, and nothing in the row is bold. "
+    "Unmarked: behind the best, or undecided (an interval needs at least 2 runs)."
+)
+
+
 def _ratio_cell(r: RowResult, a: str) -> str:
     if a in r.ratios:
         text = f"{r.ratios[a]:.2f}"
-        return f"**{text}**" if a == r.best else text
+        standing = r.standing(a)
+        if standing == "best":
+            return f"**{text}**"
+        return f"{text} {TIE_MARK}" if standing == "tie" else text
     if r.failures.get(a):
         return "fail"
     return "–"
 
 
 def ratio_table(an: Analysis, rows: list[RowResult], allocs: list[str]) -> str:
-    """Rows × allocators, each cell the median's ratio to the row's best (1.00 = best,
-    bold), then the geometric mean per allocator for each thread count and overall."""
+    """Rows × allocators, each cell the median's ratio to the row's best (1.00 = best; bold
+    when its interval is clear of the others', marked when tied: RATIO_LEGEND), then the
+    geometric mean per allocator for each thread count and overall."""
     body = []
     for r in rows:
         unit = "ops/s" if r.higher_is_better else "s"
@@ -232,6 +247,7 @@ def write_csvs(study_dir: Path, records: list[dict], an: Analysis) -> None:
                 "false_conflict_share",
                 "peak_rss_kib",
                 "failures",
+                "vs_best",
             ]
         )
         for row in an.rows:
@@ -258,6 +274,7 @@ def write_csvs(study_dir: Path, records: list[dict], an: Analysis) -> None:
                         tm.false_share if tm and tm.false_share is not None else "",
                         row.peak_rss_kib.get(a, ""),
                         row.failures.get(a, 0),
+                        row.standing(a) or "",
                     ]
                 )
 
@@ -357,7 +374,9 @@ def render(study_dir: Path) -> Path:
         if not rows:
             continue
         group_cols = [a for a in cols if any(a in r.summaries or a in r.failures for r in rows)]
-        out.append(f"\n## {title}: ratio to the best allocator\n\n" + ratio_table(an, rows, group_cols))
+        out.append(
+            f"\n## {title}: ratio to the best allocator\n\n" + ratio_table(an, rows, group_cols) + f"\n{RATIO_LEGEND}\n"
+        )
         out.append(
             f"\n### {title}: medians with mean ± 95 % confidence interval (Student t)\n\n"
             + detail_table(rows, group_cols)
@@ -374,8 +393,11 @@ def render(study_dir: Path) -> Path:
         out.append(
             "\n## Best and worst allocator per workload (as in Baldassin et al. 2015, Tables 3 and 6)\n\n"
             + _table(
-                ["workload", "best", "worst", "perf. diff.", "threads"],
-                [[b.label, b.best, b.worst, f"{b.perf_diff_pct:.1f}%", str(b.threads)] for b in bw],
+                ["workload", "best", "worst", "perf. diff.", "threads", "tied with the best"],
+                [
+                    [b.label, b.best, b.worst, f"{b.perf_diff_pct:.1f}%", str(b.threads), ", ".join(b.ties) or "–"]
+                    for b in bw
+                ],
             )
         )
     mt = memory_table(an.rows, cols)

@@ -155,6 +155,15 @@ class Summary:
         return (self.ci_high - self.ci_low) / 2.0
 
 
+def intervals_overlap(a: Summary, b: Summary) -> bool | None:
+    """Whether the confidence intervals of a and b share a point: then the data do not tell
+    them apart. None when either interval is unknown (fewer than 2 values)."""
+    bounds = (a.ci_low, a.ci_high, b.ci_low, b.ci_high)
+    if any(math.isnan(v) for v in bounds):
+        return None
+    return a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
+
+
 def summarize(values: Sequence[float], level: float = 0.95) -> Summary:
     lo, hi = confidence_interval(values, level)
     return Summary(len(values), mean(values), median(values), stdev(values), lo, hi)
