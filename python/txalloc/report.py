@@ -12,15 +12,31 @@ from typing import Any
 
 from . import plots
 from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
+from .errors import UserError
 from .runner import RESULTS_FILE, STUDY_FILE, load_records
 from .spec import parse_spec
 
+# What `txalloc study` writes into every study record and what resuming and rendering read.
+STUDY_KEYS = ("spec", "spec_name", "spec_source", "mode", "allocators", "metadata")
+
 
 def load_study(study_dir: Path) -> dict:
+    """The study record of study_dir; a UserError when it is missing or damaged."""
     path = study_dir / STUDY_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"{study_dir}: not a study directory (no {STUDY_FILE})")
-    return json.loads(path.read_text())
+        raise UserError(f"{study_dir}: not a study directory (no {STUDY_FILE})")
+    try:
+        study = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: damaged study record: not JSON ({e.msg}, line {e.lineno} column {e.colno})") from e
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: damaged study record: not text ({e.reason})") from e
+    if not isinstance(study, dict):
+        raise UserError(f"{path}: damaged study record: a JSON object expected")
+    missing = [k for k in STUDY_KEYS if k not in study]
+    if missing:
+        raise UserError(f"{path}: damaged study record: no {', '.join(missing)}")
+    return study
 
 
 def _fmt(v: float | None, digits: int = 3) -> str:
