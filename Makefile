@@ -11,8 +11,9 @@ SANITIZER_TEST_SCALE ?= 0.2
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS)
 SOURCES = $(shell git ls-files '*.c' '*.h' '*.cc' 2>/dev/null)
 
-# The study harness (python/): a virtual environment with the `txalloc` CLI and its pinned
-# dependencies from PyPI, rebuilt only when python/pyproject.toml changes.
+# The study harness (python/): a virtual environment with the `txalloc` CLI and its
+# dependencies from PyPI at the versions pinned in python/constraints.txt, rebuilt only when
+# python/pyproject.toml or the constraints change.
 VENV       ?= .venv
 PYTHON3    ?= python3
 VENV_STAMP  = $(VENV)/.installed
@@ -45,12 +46,15 @@ test-asan:
 
 venv: $(VENV_STAMP)
 
-$(VENV_STAMP): python/pyproject.toml
+$(VENV_STAMP): python/pyproject.toml python/constraints.txt
 	$(PYTHON3) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e 'python[test]'
+	$(VENV)/bin/pip install -q --disable-pip-version-check -c python/constraints.txt -e 'python[test]'
 	touch $@
 
+# Lint and format check first (ruff, configured in python/pyproject.toml), then the tests.
 test-python: venv
+	$(VENV)/bin/ruff check python
+	$(VENV)/bin/ruff format --check python
 	$(VENV)/bin/python -m pytest -q python/tests
 
 # The README's main command: builds what is missing, adds missing peer allocators when it

@@ -43,7 +43,8 @@ program = "{program}"
 group = "{group}"
 metric = "time_s"
 params.value = {{ flag = "--value", type = "float", default = 1.0, scale = true }}
-params.mode = {{ flag = "--mode", type = "str", default = "ok", choices = ["ok", "crash", "fail", "hang", "garbage", "invalid", "tm"] }}
+params.mode = {{ flag = "--mode", type = "str", default = "ok", \
+                 choices = ["ok", "crash", "fail", "hang", "garbage", "invalid", "tm"] }}
 params.sleep = {{ flag = "--sleep", type = "float" }}
 """
 
@@ -55,8 +56,12 @@ def write_spec(tmp_path: Path, fake_program: Path):
 
     def write(body: str, name: str = "spec.toml") -> Path:
         path = tmp_path / name
-        path.write_text(body + fake_workload_table(fake_program) + fake_workload_table(fake_program, "faketm", "tm")
-                        + FAKE_ALLOCATORS)
+        path.write_text(
+            body
+            + fake_workload_table(fake_program)
+            + fake_workload_table(fake_program, "faketm", "tm")
+            + FAKE_ALLOCATORS
+        )
         return path
 
     return write

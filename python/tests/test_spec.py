@@ -29,34 +29,67 @@ def test_bundled_specs_load_and_expand():
 
 
 def test_unknown_workload(write_spec):
-    check_error(write_spec, BASE + '[[run]]\nworkload = "nosuch"\n', "run[0].workload", "unknown workload 'nosuch'",
-                "threadtest")
+    check_error(
+        write_spec,
+        BASE + '[[run]]\nworkload = "nosuch"\n',
+        "run[0].workload",
+        "unknown workload 'nosuch'",
+        "threadtest",
+    )
 
 
 def test_unknown_allocator(write_spec):
-    check_error(write_spec, 'allocators = ["glibc", "hoard"]\n[[run]]\nworkload = "fake"\n',
-                "allocators[1]", "unknown allocator 'hoard'", "jemalloc")
+    check_error(
+        write_spec,
+        'allocators = ["glibc", "hoard"]\n[[run]]\nworkload = "fake"\n',
+        "allocators[1]",
+        "unknown allocator 'hoard'",
+        "jemalloc",
+    )
 
 
 def test_unknown_parameter(write_spec):
-    check_error(write_spec, BASE + '[[run]]\nworkload = "threadtest"\nparams = { rounds = 5, colour = 3 }\n',
-                "run[0].params.colour", "has no parameter 'colour'", "rounds")
+    check_error(
+        write_spec,
+        BASE + '[[run]]\nworkload = "threadtest"\nparams = { rounds = 5, colour = 3 }\n',
+        "run[0].params.colour",
+        "has no parameter 'colour'",
+        "rounds",
+    )
 
 
 def test_wrong_type(write_spec):
-    check_error(write_spec, BASE + '[[run]]\nworkload = "threadtest"\nparams = { rounds = "many" }\n',
-                "run[0].params.rounds", "expected an integer", "'many'")
-    check_error(write_spec, BASE + '[[run]]\nworkload = "threadtest"\nparams = { rounds = [1, 2.5] }\n',
-                "run[0].params.rounds[1]", "expected an integer")
-    check_error(write_spec, BASE + '[[run]]\nworkload = "threadtest"\nparams = { rounds = true }\n',
-                "expected an integer", "boolean")
-    check_error(write_spec, 'repetitions = "three"\n[[run]]\nworkload = "fake"\n', "repetitions",
-                "expected a positive integer")
+    check_error(
+        write_spec,
+        BASE + '[[run]]\nworkload = "threadtest"\nparams = { rounds = "many" }\n',
+        "run[0].params.rounds",
+        "expected an integer",
+        "'many'",
+    )
+    check_error(
+        write_spec,
+        BASE + '[[run]]\nworkload = "threadtest"\nparams = { rounds = [1, 2.5] }\n',
+        "run[0].params.rounds[1]",
+        "expected an integer",
+    )
+    check_error(
+        write_spec,
+        BASE + '[[run]]\nworkload = "threadtest"\nparams = { rounds = true }\n',
+        "expected an integer",
+        "boolean",
+    )
+    check_error(
+        write_spec, 'repetitions = "three"\n[[run]]\nworkload = "fake"\n', "repetitions", "expected a positive integer"
+    )
 
 
 def test_bad_choice(write_spec):
-    check_error(write_spec, BASE + '[[run]]\nworkload = "intset"\nparams = { structure = "btree" }\n',
-                "'btree' is not a valid value of parameter 'structure'", "rbtree")
+    check_error(
+        write_spec,
+        BASE + '[[run]]\nworkload = "intset"\nparams = { structure = "btree" }\n',
+        "'btree' is not a valid value of parameter 'structure'",
+        "rbtree",
+    )
 
 
 def test_bad_threads_and_keys(write_spec):
@@ -67,10 +100,14 @@ def test_bad_threads_and_keys(write_spec):
 
 
 def test_bad_registry_entry(write_spec):
-    check_error(write_spec, BASE + '[[run]]\nworkload = "w"\n[workload.w]\nprogram = "w"\nparams.x = { type = "int" }\n',
-                "workload.w.params.x", "exactly one of 'flag'")
-    check_error(write_spec, BASE + '[[run]]\nworkload = "w"\n[workload.w]\nprogram = "w"\nbetter = "faster"\n',
-                "workload.w.better", "'lower' or 'higher'")
+    entry = '[[run]]\nworkload = "w"\n[workload.w]\nprogram = "w"\nparams.x = { type = "int" }\n'
+    check_error(write_spec, BASE + entry, "workload.w.params.x", "exactly one of 'flag'")
+    check_error(
+        write_spec,
+        BASE + '[[run]]\nworkload = "w"\n[workload.w]\nprogram = "w"\nbetter = "faster"\n',
+        "workload.w.better",
+        "'lower' or 'higher'",
+    )
 
 
 def test_not_toml_and_unknown_name(tmp_path):
@@ -99,11 +136,21 @@ repetitions = 7
     spec = load_spec(str(path))
     rows = expand_rows(spec)
     assert [(r.params_dict["value"], r.threads, r.repetitions) for r in rows] == [
-        (1.0, 1, 4), (1.0, 2, 4), (2.0, 1, 4), (2.0, 2, 4), (1.0, 4, 7)]
+        (1.0, 1, 4),
+        (1.0, 2, 4),
+        (2.0, 1, 4),
+        (2.0, 2, 4),
+        (1.0, 4, 7),
+    ]
     assert all(r.params_dict["mode"] == "ok" for r in rows)  # the default filled in
     quick = expand_rows(spec, "quick")
     assert [(r.params_dict["value"], r.repetitions) for r in quick] == [
-        (0.5, 2), (0.5, 2), (1.0, 2), (1.0, 2), (0.5, 2)]
+        (0.5, 2),
+        (0.5, 2),
+        (1.0, 2),
+        (1.0, 2),
+        (0.5, 2),
+    ]
 
 
 def test_parse_spec_from_data():
@@ -115,7 +162,9 @@ def test_parse_spec_from_data():
 def test_run_level_allocators(write_spec, study_env):
     from txalloc import runner
 
-    spec = load_spec(str(write_spec("""
+    spec = load_spec(
+        str(
+            write_spec("""
 allocators = ["fast", "slow"]
 threads = [1]
 repetitions = 1
@@ -124,7 +173,9 @@ workload = "fake"
 [[run]]
 workload = "faketm"
 allocators = ["slow", "liar"]
-""")))
+""")
+        )
+    )
     plan = runner.make_plan(spec, "normal", study_env)
     assert [a.name for a in plan.allocators] == ["fast", "slow", "liar"]
     cells = [(c.row.workload, c.allocator.name) for c in runner.schedule(plan)]

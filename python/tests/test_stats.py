@@ -5,8 +5,18 @@ import pytest
 from txalloc import stats
 
 # Student t quantiles t(0.975, df) from standard tables.
-T975 = {1: 12.7062047, 2: 4.3026527, 3: 3.1824463, 4: 2.7764451, 5: 2.5705818, 9: 2.2621572,
-        10: 2.2281389, 29: 2.0452296, 30: 2.0422725, 100: 1.9839715}
+T975 = {
+    1: 12.7062047,
+    2: 4.3026527,
+    3: 3.1824463,
+    4: 2.7764451,
+    5: 2.5705818,
+    9: 2.2621572,
+    10: 2.2281389,
+    29: 2.0452296,
+    30: 2.0422725,
+    100: 1.9839715,
+}
 
 
 @pytest.mark.parametrize("df,expected", sorted(T975.items()))
@@ -43,7 +53,8 @@ def test_incomplete_beta_known_values():
     # I_x(1, 1) = x ; I_x(a, b) = 1 - I_{1-x}(b, a)
     assert stats.regularized_incomplete_beta(1, 1, 0.3) == pytest.approx(0.3, abs=1e-12)
     assert stats.regularized_incomplete_beta(2.5, 0.5, 0.8) == pytest.approx(
-        1 - stats.regularized_incomplete_beta(0.5, 2.5, 0.2), abs=1e-12)
+        1 - stats.regularized_incomplete_beta(0.5, 2.5, 0.2), abs=1e-12
+    )
 
 
 def test_confidence_interval_of_known_sample():

@@ -48,7 +48,8 @@ params = { value = 0.5 }
     assert "| fake | 1 | 0.500 s | **1.00** | 2.00 |" in report
     assert "*geometric mean, 2 threads*" in report and "*2.00*" in report
     assert "ghost" in report and "missing" in report  # the missing peer is named, not fatal
-    assert "| fake | fast | slow | 100.0% | 2 |" in report  # best/worst table: 2 threads fastest
+    assert "| fake | fast | slow | 100.0% | 2 | – |" in report  # best/worst table: 2 threads fastest, no tie
+    assert "**Bold**: the row's best allocator" in report  # the marks are explained
     assert "± " in report  # confidence intervals shown
 
     with open(study_dir / "summary.csv") as f:
@@ -114,7 +115,10 @@ params = { value = 0.25, sleep = 0.15 }
     env = dict(os.environ, PYTHONPATH=str(Path(cli.__file__).resolve().parent.parent))
     proc = subprocess.Popen(
         [sys.executable, "-m", "txalloc.cli", "study", str(spec), "--out", str(out), "--build-dir", str(study_env)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     results = None
     while time.monotonic() < deadline:
@@ -143,31 +147,40 @@ params = { value = 0.25, sleep = 0.15 }
 
 
 def test_execute_stops_and_resumes_in_process(write_spec, study_env, tmp_path):
-    spec = load_spec(str(write_spec("""
+    spec = load_spec(
+        str(
+            write_spec("""
 allocators = ["fast", "slow"]
 threads = [1]
 repetitions = 2
 [[run]]
 workload = "fake"
 params = { value = [1.0, 2.0] }
-""")))
+""")
+        )
+    )
     plan = runner.make_plan(spec, "normal", study_env)
     study_dir = tmp_path / "s"
     study_dir.mkdir()
-    assert runner.execute(plan, study_dir, stream=open(os.devnull, "w"), max_cells=3) == 3
-    assert runner.execute(plan, study_dir, stream=open(os.devnull, "w")) == 5
-    assert runner.execute(plan, study_dir, stream=open(os.devnull, "w")) == 0
+    with open(os.devnull, "w") as quiet:
+        assert runner.execute(plan, study_dir, stream=quiet, max_cells=3) == 3
+        assert runner.execute(plan, study_dir, stream=quiet) == 5
+        assert runner.execute(plan, study_dir, stream=quiet) == 0
     assert len(records(study_dir)) == 8
 
 
 def test_allocator_order_rotates(write_spec, study_env):
-    spec = load_spec(str(write_spec("""
+    spec = load_spec(
+        str(
+            write_spec("""
 allocators = ["fast", "slow", "liar"]
 threads = [1, 2]
 repetitions = 3
 [[run]]
 workload = "fake"
-""")))
+""")
+        )
+    )
     plan = runner.make_plan(spec, "normal", study_env)
     cells = runner.schedule(plan)
     assert len(cells) == 2 * 3 * 3
@@ -308,10 +321,15 @@ def test_progress_in_a_log_is_throttled_and_has_an_eta():
 
 
 def test_dry_run_peers_and_specs_commands(write_spec, study_env, tmp_path, capsys):
-    spec = write_spec('allocators = ["fast", "slow"]\nthreads = [1, 2]\n[[run]]\nworkload = "fake"\n'
-                      'params = { value = [1.0, 3.0] }\n')
-    assert cli.main(["study", str(spec), "--dry-run", "--quick", "--build-dir", str(study_env),
-                     "--out", str(tmp_path / "o")]) == 0
+    spec = write_spec(
+        'allocators = ["fast", "slow"]\nthreads = [1, 2]\n[[run]]\nworkload = "fake"\nparams = { value = [1.0, 3.0] }\n'
+    )
+    assert (
+        cli.main(
+            ["study", str(spec), "--dry-run", "--quick", "--build-dir", str(study_env), "--out", str(tmp_path / "o")]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "mode quick: 4 rows, 2 allocators, 16 runs" in out
     assert "--value 0.75" in out and "--threads 2" in out

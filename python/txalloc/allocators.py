@@ -86,9 +86,7 @@ def package_version(package: str | None) -> str | None:
     if not package or not shutil.which("dpkg-query"):
         return None
     try:
-        r = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10
-        )
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return r.stdout.strip() or None if r.returncode == 0 else None
@@ -99,7 +97,7 @@ def locate(definition: AllocatorDef, build_dir: Path) -> FoundAllocator:
     if lib is None:
         return FoundAllocator(definition, None, True, package_version=package_version(definition.package))
     if lib.startswith("@build/"):
-        path = build_dir / lib[len("@build/"):]
+        path = build_dir / lib[len("@build/") :]
         if path.is_file():
             return FoundAllocator(definition, str(path), True)
         return FoundAllocator(definition, None, False, f"{path} not built (run `make`)")
@@ -125,8 +123,7 @@ def install_missing(found: list[FoundAllocator], out=sys.stderr) -> list[str]:
         print(f"txalloc: installing missing allocator packages: {' '.join(missing)}", file=out)
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         try:
-            subprocess.run(["apt-get", "update", "-q"], env=env, check=False, timeout=600,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(["apt-get", "update", "-q"], env=env, check=False, timeout=600, stdout=subprocess.DEVNULL)
             r = subprocess.run(cmd, env=env, check=False, timeout=900, stdout=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError) as e:
             print(f"txalloc: apt-get failed ({e}); the study goes on without them", file=out)

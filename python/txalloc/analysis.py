@@ -65,6 +65,30 @@ class RowResult:
     def worst(self) -> str | None:
         return max(self.ratios, key=self.ratios.get) if self.ratios else None
 
+    def standing(self, allocator: str) -> str | None:
+        """How an allocator of this row compares with the row's best, by their 95 % confidence
+        intervals: "best" (the best, its interval clear of every other allocator's), "tie"
+        (its interval and the best's overlap; the best itself when any other ties with it),
+        "behind" (clear of the best's, and worse), or "undecided" (an interval unknown, or no
+        other allocator to compare with). None when it has no result in this row."""
+        if allocator not in self.ratios:
+            return None
+        best = self.summaries[self.best]
+        if allocator != self.best:
+            overlap = stats.intervals_overlap(self.summaries[allocator], best)
+            return "undecided" if overlap is None else "tie" if overlap else "behind"
+        others = [self.standing(a) for a in self.ratios if a != allocator]
+        if "tie" in others:
+            return "tie"
+        if not others or "undecided" in others:
+            return "undecided"
+        return "best"
+
+    def tied_with_best(self) -> list[str]:
+        """The other allocators whose interval overlaps the best's."""
+        tied = [a for a in self.ratios if a != self.best and self.standing(a) == "tie"]
+        return sorted(tied, key=self.ratios.get)
+
 
 @dataclass
 class Analysis:
@@ -185,6 +209,7 @@ class BestWorst:
     worst: str
     perf_diff_pct: float
     threads: int
+    ties: list[str]  # allocators whose 95 % interval overlaps the best's
 
 
 def best_worst_table(rows: list[RowResult]) -> list[BestWorst]:
@@ -199,7 +224,7 @@ def best_worst_table(rows: list[RowResult]) -> list[BestWorst]:
         if len(r.ratios) >= 2:
             by_config[r.config_key].append(r)
     table = []
-    for config, rs in by_config.items():
+    for rs in by_config.values():
         if all(r.best in r.throughput for r in rs):
             chosen = max(rs, key=lambda r: r.throughput[r.best])
         elif rs[0].higher_is_better:
@@ -208,6 +233,13 @@ def best_worst_table(rows: list[RowResult]) -> list[BestWorst]:
             chosen = min(rs, key=lambda r: r.summaries[r.best].median)
         label = chosen.label
         table.append(
-            BestWorst(label, chosen.best, chosen.worst, (chosen.ratios[chosen.worst] - 1.0) * 100.0, chosen.threads)
+            BestWorst(
+                label,
+                chosen.best,
+                chosen.worst,
+                (chosen.ratios[chosen.worst] - 1.0) * 100.0,
+                chosen.threads,
+                chosen.tied_with_best(),
+            )
         )
     return table

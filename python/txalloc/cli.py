@@ -7,17 +7,18 @@ import copy
 import json
 import shlex
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from . import allocators as alloc_mod
 from . import metadata, report, runner
+from .errors import UserError
 from .paths import default_build_dir, repo_root
 from .spec import SpecError, bundled_specs, load_registries, load_spec, parse_spec
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def with_repetitions(raw: dict, n: int) -> dict:
@@ -46,8 +47,36 @@ def _parse_allocators(text: str | None, known: dict) -> list[str] | None:
     return list(dict.fromkeys(names))
 
 
+def _existing_build_dir(path: Path) -> Path:
+    """path, when it is a directory: a study needs the programs built there."""
+    if not path.is_dir():
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise UserError(f"build directory {path} {what} (build with `make`, or name another with --build-dir)")
+    return path
+
+
+def _create_study_dir(study_dir: Path, out: str | None) -> None:
+    """Creates study_dir and the parents it lacks; a UserError naming --out when it cannot."""
+    where = f"--out {out}" if out else str(study_dir.parent)
+    try:
+        study_dir.mkdir(parents=True, exist_ok=False)
+    except (FileExistsError, NotADirectoryError) as e:
+        if study_dir.is_dir():
+            raise UserError(f"{study_dir} exists already; start the study again, or resume it with --resume") from e
+        blocker = next((p for p in (study_dir, *study_dir.parents) if p.exists() and not p.is_dir()), None)
+        in_the_way = blocker or e.filename
+        raise UserError(f"cannot create the study directory under {where}: {in_the_way} is not a directory") from e
+    except OSError as e:
+        raise UserError(f"cannot create the study directory under {where}: {e.strerror or e}") from e
+
+
+def _nothing_to_run(plan: runner.Plan, build_dir: Path) -> str:
+    if not plan.rows:
+        return f"no workload of the spec is built under {build_dir / 'bench'}"
+    return "none of the study's allocators is available"
+
+
 def cmd_study(args: argparse.Namespace) -> int:
-    build_dir = Path(args.build_dir).resolve() if args.build_dir else default_build_dir()
     repo = repo_root()
     if args.resume:
         study_dir = Path(args.resume).resolve()
@@ -55,11 +84,17 @@ def cmd_study(args: argparse.Namespace) -> int:
         spec = parse_spec(study["spec"], study["spec_source"], study["spec_name"])
         mode = study["mode"]
         names = study["allocators"]
-        build_dir = Path(study["metadata"]["build_dir"]) if not args.build_dir else build_dir
+        recorded = study["metadata"].get("build_dir") if isinstance(study["metadata"], dict) else None
+        if not args.build_dir and not recorded:
+            raise UserError(f"{study_dir / runner.STUDY_FILE} names no build directory; give one with --build-dir")
+        build_dir = _existing_build_dir(Path(args.build_dir).resolve() if args.build_dir else Path(recorded))
         if args.spec or args.quick or args.full or args.allocators:
-            print("txalloc: --resume continues the study as it was started; other study options are ignored",
-                  file=sys.stderr)
+            print(
+                "txalloc: --resume continues the study as it was started; other study options are ignored",
+                file=sys.stderr,
+            )
     else:
+        build_dir = _existing_build_dir(Path(args.build_dir).resolve() if args.build_dir else default_build_dir())
         spec = load_spec(args.spec or "default")
         if args.repetitions:
             spec = parse_spec(with_repetitions(spec.raw, args.repetitions), spec.source, spec.name)
@@ -71,26 +106,38 @@ def cmd_study(args: argparse.Namespace) -> int:
         study = None
 
     plan = runner.make_plan(spec, mode, build_dir, names)
-    if args.install_peers and plan.missing_allocators:
-        if not alloc_mod.install_missing(plan.missing_allocators):
-            plan = runner.make_plan(spec, mode, build_dir, names)
+    if args.install_peers and plan.missing_allocators and not alloc_mod.install_missing(plan.missing_allocators):
+        plan = runner.make_plan(spec, mode, build_dir, names)
     cells = runner.schedule(plan)
     for note in plan.notes:
         print(f"txalloc: {note}", file=sys.stderr)
     if args.dry_run:
-        print(f"spec {spec.name} ({spec.source}), mode {mode}: {len(plan.rows)} rows, "
-              f"{len(plan.allocators)} allocators, {len(cells)} runs")
+        print(
+            f"spec {spec.name} ({spec.source}), mode {mode}: {len(plan.rows)} rows, "
+            f"{len(plan.allocators)} allocators, {len(cells)} runs"
+        )
         for row in plan.rows:
-            print(f"  {row.label} x{row.repetitions}: "
-                  + " ".join(runner.command_line(spec.workloads[row.workload], plan.programs[row.workload],
-                                                 row.params_dict, row.threads)))
+            print(
+                f"  {row.label} x{row.repetitions}: "
+                + " ".join(
+                    runner.command_line(
+                        spec.workloads[row.workload], plan.programs[row.workload], row.params_dict, row.threads
+                    )
+                )
+            )
         return 0
 
+    if not cells:
+        raise UserError(f"nothing to run: {_nothing_to_run(plan, build_dir)}")
     if study is None:
-        study_dir.mkdir(parents=True, exist_ok=False)
+        _create_study_dir(study_dir, args.out)
         options = {
-            "spec": args.spec or "default", "mode": mode, "allocators": names or "as in the spec", "out": str(study_dir),
-            "build_dir": str(build_dir), "repetitions_override": args.repetitions,
+            "spec": args.spec or "default",
+            "mode": mode,
+            "allocators": names or "as in the spec",
+            "out": str(study_dir),
+            "build_dir": str(build_dir),
+            "repetitions_override": args.repetitions,
         }
         study = {
             "spec_name": spec.name,
@@ -112,10 +159,11 @@ def cmd_study(args: argparse.Namespace) -> int:
         study["allocators_available"] = [a.name for a in plan.allocators]
         study["cells_planned"] = len(cells)
     (study_dir / runner.STUDY_FILE).write_text(json.dumps(study, indent=2, sort_keys=True))
-    print(f"txalloc: study {spec.name} ({mode}): {len(plan.rows)} rows, {len(plan.allocators)} allocators, "
-          f"{len(cells)} runs, into {study_dir}", file=sys.stderr)
-    if not cells:
-        print("txalloc: nothing to run (no workload program built, or no allocator available)", file=sys.stderr)
+    print(
+        f"txalloc: study {spec.name} ({mode}): {len(plan.rows)} rows, {len(plan.allocators)} allocators, "
+        f"{len(cells)} runs, into {study_dir}",
+        file=sys.stderr,
+    )
 
     try:
         runner.execute(plan, study_dir)
@@ -138,7 +186,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_peers(args: argparse.Namespace) -> int:
-    build_dir = Path(args.build_dir).resolve() if args.build_dir else default_build_dir()
+    # the default build directory may not be built yet; one named on purpose must exist
+    build_dir = _existing_build_dir(Path(args.build_dir).resolve()) if args.build_dir else default_build_dir()
     _, defs = load_registries()
     found = alloc_mod.locate_all(list(defs.values()), build_dir)
     if args.install:
@@ -164,8 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("study", help="run a study and write its report")
-    s.add_argument("spec", nargs="?", help=f"bundled spec name ({', '.join(bundled_specs())}) or TOML file; "
-                                          "default: default")
+    s.add_argument(
+        "spec", nargs="?", help=f"bundled spec name ({', '.join(bundled_specs())}) or TOML file; default: default"
+    )
     s.add_argument("--out", metavar="DIR", help="write the study directory under DIR (default: results/)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true", help="fewer repetitions, smaller workloads")
@@ -174,8 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--repetitions", type=int, metavar="N", help="repetitions per cell, overriding the spec")
     s.add_argument("--resume", metavar="DIR", help="continue an interrupted study in DIR")
     s.add_argument("--build-dir", metavar="DIR", help="the CMake build directory (default: build/)")
-    s.add_argument("--install-peers", action="store_true",
-                   help="apt-get install missing peer allocators when root (else print how)")
+    s.add_argument(
+        "--install-peers",
+        action="store_true",
+        help="apt-get install missing peer allocators when root (else print how)",
+    )
     s.add_argument("--dry-run", action="store_true", help="print the plan and the command lines; run nothing")
     s.set_defaults(func=cmd_study)
 
@@ -193,19 +246,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error(message: str) -> int:
+    """Prints one line on stderr; the exit status of a command the user can correct."""
+    print(f"txalloc: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "repetitions", None) is not None and args.repetitions < 1:
-        print("txalloc: --repetitions must be >= 1", file=sys.stderr)
-        return 2
+        return _error("--repetitions must be >= 1")
     try:
         return args.func(args)
     except SpecError as e:
-        print(f"txalloc: bad spec: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"txalloc: {e}", file=sys.stderr)
-        return 2
+        return _error(f"bad spec: {e}")
+    except UserError as e:
+        return _error(str(e))
+    except OSError as e:  # a file the harness could not read or write, named with its reason
+        return _error(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +13,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .analysis import Analysis, RowResult, geometric_means  # noqa: E402
+from .analysis import Analysis, RowResult, TmFigures, geometric_means  # noqa: E402
+from .spec import config_label  # noqa: E402
 
 _METRIC_LABELS = {"time_s": "time (s), lower is better", "ops_per_s": "operations/s, higher is better"}
 
@@ -22,8 +24,10 @@ def _slug(text: str) -> str:
 
 
 def _save(fig, path: Path) -> Path:
-    """Lays the figure out, writes it to path as PNG and releases it."""
-    fig.tight_layout()
+    """Lays the figure out (unless it has its own layout engine), writes it to path as PNG
+    and releases it."""
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -48,7 +52,7 @@ def scaling_plots(an: Analysis, out: Path) -> list[Path]:
         cols = min(3, n)
         nrows = math.ceil(n / cols)
         fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.4 * nrows), squeeze=False)
-        for ax, (label, rows) in zip(axes.flat, configs.items()):
+        for ax, (label, rows) in zip(axes.flat, configs.items(), strict=False):  # spare axes are hidden
             rows = sorted(rows, key=lambda r: r.threads)
             for a in an.allocators:
                 pts = [(r.threads, r.summaries[a]) for r in rows if a in r.summaries]
@@ -98,41 +102,115 @@ def ratio_plots(an: Analysis, out: Path) -> list[Path]:
     return paths
 
 
+@dataclass
+class AbortPanel:
+    """One panel of an abort plot: the rows of one workload that share the values of its
+    categorical parameters (for intset: one structure), each with a short label naming
+    only what varies inside the panel, one parameter a line."""
+
+    title: str
+    groups: list[tuple[str, RowResult]]
+
+
+def _varying(rows: list[RowResult], names: list[str]) -> list[str]:
+    return [k for k in names if len({repr(r.params.get(k)) for r in rows}) > 1]
+
+
+def abort_panels(rows: list[RowResult]) -> list[AbortPanel]:
+    """Splits the rows of one thread count into panels: one per workload and combination of
+    the string-valued parameters that vary (structure, design, ...), so that each panel
+    compares like with like and gets a y-axis scaled to its own abort rates."""
+    by_workload: dict[str, list[RowResult]] = defaultdict(list)
+    for r in rows:
+        by_workload[r.workload].append(r)
+    panels = []
+    for wname, wrows in by_workload.items():
+        names = sorted({k for r in wrows for k in r.params})
+        keys = [k for k in _varying(wrows, names) if any(isinstance(r.params.get(k), str) for r in wrows)]
+        by_key: dict[tuple, list[RowResult]] = defaultdict(list)
+        for r in wrows:
+            by_key[tuple(r.params.get(k) for k in keys)].append(r)
+        for key, prows in by_key.items():
+            title = config_label(wname, {k: v for k, v in zip(keys, key, strict=True) if v is not None})
+            inner = [k for k in _varying(prows, names) if k not in keys]
+            groups = [("\n".join(f"{k}={r.params[k]}" for k in inner if k in r.params) or "all", r) for r in prows]
+            panels.append(AbortPanel(title, groups))
+    return panels
+
+
+def _abort_shares(f: TmFigures, causes: list[str]) -> list[float]:
+    """Per cause, aborts as a percentage of attempts (one share, all aborts, without causes)."""
+    attempts = (f.commits + f.aborts) / f.runs if f.runs else 0
+    if not attempts:
+        return [0.0] * max(1, len(causes))
+    if not causes:
+        return [100.0 * f.aborts / f.runs / attempts]
+    return [100.0 * f.aborts_by_cause.get(c, 0.0) / attempts for c in causes]
+
+
+def _draw_abort_panel(ax_aborts, ax_false, panel: AbortPanel, allocs: list[str], causes: list[str]) -> None:
+    # bars of one row side by side (one per allocator, same place in every group), a gap between rows
+    stride = len(allocs) + 1
+    bars = [(g * stride + i, row, a) for g, (_, row) in enumerate(panel.groups) for i, a in enumerate(allocs)]
+    bars = [(x, row, a) for x, row, a in bars if a in row.tm]
+    xs = [x for x, _, _ in bars]
+    shares = [_abort_shares(row.tm[a], causes) for _, row, a in bars]
+    bottom = [0.0] * len(bars)
+    cause_colors = plt.get_cmap("tab20")
+    for ci, cause in enumerate(causes or ["aborts"]):
+        ys = [s[ci] for s in shares]
+        ax_aborts.bar(xs, ys, bottom=bottom, width=0.85, color=cause_colors(ci % 20), label=cause)
+        bottom = [b + y for b, y in zip(bottom, ys, strict=True)]
+    ax_aborts.set_ylim(0, max(bottom, default=0) * 1.1 or 1.0)  # its own scale: a list aborts far more than a hash
+    ax_aborts.set_ylabel("aborts,\n% of attempts", fontsize=8)
+    ax_aborts.set_title(panel.title, fontsize=9, loc="left", fontweight="bold")
+    ax_aborts.grid(axis="y", alpha=0.3)
+    ax_aborts.tick_params(labelbottom=False)
+    centers = [g * stride + (len(allocs) - 1) / 2 for g in range(len(panel.groups))]
+    top = ax_aborts.secondary_xaxis("top")
+    top.set_xticks(centers, [label for label, _ in panel.groups], fontsize=7)
+    top.tick_params(length=0)
+
+    false = [row.tm[a].false_share for _, row, a in bars]
+    # one neutral colour: the allocator is named under each bar, and colours above are causes
+    ax_false.bar(xs, [100.0 * s if s is not None else math.nan for s in false], width=0.85, color="dimgray")
+    ax_false.set_ylim(0, 100)
+    ax_false.set_ylabel("false conflicts,\n% of conflicts", fontsize=8)
+    ax_false.grid(axis="y", alpha=0.3)
+    ax_false.set_xticks(xs, [a for _, _, a in bars], rotation=90, fontsize=7)
+    ax_false.set_xlim(-1, len(panel.groups) * stride - 1)
+
+
 def abort_plots(an: Analysis, out: Path) -> list[Path]:
-    """For TM rows: aborted share of attempts split by cause (stacked) and the share of
-    conflicts that were false, per configuration and allocator."""
+    """Per thread count, one panel per workload and structure (see abort_panels): the
+    aborted share of attempts split by cause (stacked), and below it the share of conflicts
+    that were false, one bar per allocator in each row's group."""
     paths = []
     tm_rows = [r for r in an.rows if r.tm]
     for threads in sorted({r.threads for r in tm_rows}):
         rows = [r for r in tm_rows if r.threads == threads]
         allocs = [a for a in an.allocators if any(a in r.tm for r in rows)]
         causes = sorted({c for r in rows for f in r.tm.values() for c, n in f.aborts_by_cause.items() if n})
-        bars = [(r, a) for r in rows for a in allocs if a in r.tm]
-        if not bars:
-            continue
-        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(7.0, 0.28 * len(bars)), 7.0), sharex=True)
-        xs = list(range(len(bars)))
-        bottom = [0.0] * len(bars)
-        cmap = plt.get_cmap("tab20")
-        for ci, cause in enumerate(causes or ["aborts"]):
-            ys = []
-            for r, a in bars:
-                f = r.tm[a]
-                runs_attempts = (f.commits + f.aborts) / f.runs if f.runs else 0
-                n = f.aborts_by_cause.get(cause, 0.0) if causes else f.aborts / max(1, f.runs)
-                ys.append(100.0 * n / runs_attempts if runs_attempts else 0.0)
-            ax1.bar(xs, ys, bottom=bottom, label=cause, color=cmap(ci % 20))
-            bottom = [b + y for b, y in zip(bottom, ys)]
-        ax1.set_ylabel("aborts, % of attempts")
-        ax1.legend(fontsize=7, ncol=4)
-        ax1.grid(axis="y", alpha=0.3)
-        ax1.set_title(f"TM aborts by cause, {threads} thread{'s' if threads > 1 else ''}")
-        shares = [r.tm[a].false_share for r, a in bars]
-        ax2.bar(xs, [100.0 * s if s is not None else 0.0 for s in shares], color="tab:red")
-        ax2.set_ylabel("false conflicts, % of conflicts")
-        ax2.grid(axis="y", alpha=0.3)
-        ax2.set_xticks(xs)
-        ax2.set_xticklabels([f"{r.label} | {a}" for r, a in bars], rotation=60, ha="right", fontsize=6)
+        panels = abort_panels(rows)
+        # room for each group's label (up to ~20 characters a line) and each allocator's bar
+        group_width = max(0.16 * (len(allocs) + 1), 1.0)
+        widest = max(len(p.groups) for p in panels) * group_width
+        heights = [2.8, 2.4] * len(panels)
+        fig, axes = plt.subplots(
+            2 * len(panels),
+            1,
+            figsize=(max(7.0, widest + 1.5), sum(heights) + 0.8),
+            gridspec_kw={"height_ratios": heights},
+            squeeze=False,
+            layout="constrained",
+        )
+        for i, panel in enumerate(panels):
+            ax_aborts, ax_false = axes[2 * i, 0], axes[2 * i + 1, 0]
+            ax_false.sharex(ax_aborts)
+            _draw_abort_panel(ax_aborts, ax_false, panel, allocs, causes)
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        title = f"TM aborts by cause, {threads} thread{'s' if threads > 1 else ''} (each panel on its own scale)"
+        fig.legend(handles, labels, loc="outside upper center", ncol=min(4, len(labels)), fontsize=8, title=title)
         paths.append(_save(fig, out / f"aborts-t{threads}.png"))
     return paths
 

@@ -12,15 +12,31 @@ from typing import Any
 
 from . import plots
 from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
+from .errors import UserError
 from .runner import RESULTS_FILE, STUDY_FILE, load_records
 from .spec import parse_spec
 
+# What `txalloc study` writes into every study record and what resuming and rendering read.
+STUDY_KEYS = ("spec", "spec_name", "spec_source", "mode", "allocators", "metadata")
+
 
 def load_study(study_dir: Path) -> dict:
+    """The study record of study_dir; a UserError when it is missing or damaged."""
     path = study_dir / STUDY_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"{study_dir}: not a study directory (no {STUDY_FILE})")
-    return json.loads(path.read_text())
+        raise UserError(f"{study_dir}: not a study directory (no {STUDY_FILE})")
+    try:
+        study = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: damaged study record: not JSON ({e.msg}, line {e.lineno} column {e.colno})") from e
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: damaged study record: not text ({e.reason})") from e
+    if not isinstance(study, dict):
+        raise UserError(f"{path}: damaged study record: a JSON object expected")
+    missing = [k for k in STUDY_KEYS if k not in study]
+    if missing:
+        raise UserError(f"{path}: damaged study record: no {', '.join(missing)}")
+    return study
 
 
 def _fmt(v: float | None, digits: int = 3) -> str:
@@ -47,24 +63,41 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+TIE_MARK = "≈"
+
+# What the ratio tables' marks mean; printed under each of them.
+RATIO_LEGEND = (
+    "**Bold**: the row's best allocator, its 95 % confidence interval clear of every other "
+    f"allocator's. {TIE_MARK}: tied with the best (their intervals overlap, so the runs do not tell "
+    "them apart); when the best has a tie it is marked too, and nothing in the row is bold. "
+    "Unmarked: behind the best, or undecided (an interval needs at least 2 runs)."
+)
+
+
 def _ratio_cell(r: RowResult, a: str) -> str:
     if a in r.ratios:
         text = f"{r.ratios[a]:.2f}"
-        return f"**{text}**" if a == r.best else text
+        standing = r.standing(a)
+        if standing == "best":
+            return f"**{text}**"
+        return f"{text} {TIE_MARK}" if standing == "tie" else text
     if r.failures.get(a):
         return "fail"
     return "–"
 
 
 def ratio_table(an: Analysis, rows: list[RowResult], allocs: list[str]) -> str:
-    """Rows × allocators, each cell the median's ratio to the row's best (1.00 = best,
-    bold), then the geometric mean per allocator for each thread count and overall."""
+    """Rows × allocators, each cell the median's ratio to the row's best (1.00 = best; bold
+    when its interval is clear of the others', marked when tied: RATIO_LEGEND), then the
+    geometric mean per allocator for each thread count and overall."""
     body = []
     for r in rows:
         unit = "ops/s" if r.higher_is_better else "s"
         best = r.summaries[r.best].median if r.best else None
-        body.append([r.label, str(r.threads), f"{_fmt(best)} {unit}" if best else "–"]
-                    + [_ratio_cell(r, a) for a in allocs])
+        body.append(
+            [r.label, str(r.threads), f"{_fmt(best)} {unit}" if best else "–"] + [_ratio_cell(r, a) for a in allocs]
+        )
+
     def gm_cells(subset: list[RowResult]) -> list[str]:
         # an allocator with results in fewer rows than the others says over how many
         gm = geometric_means(subset, allocs)
@@ -72,8 +105,10 @@ def ratio_table(an: Analysis, rows: list[RowResult], allocs: list[str]) -> str:
         return [(f"*{g:.2f}*" + (f" ({n} rows)" if n < most else "")) if n else "–" for g, n in gm.values()]
 
     for t in sorted({r.threads for r in rows}):
-        body.append([f"*geometric mean, {t} thread{'s' if t > 1 else ''}*", str(t), ""]
-                    + gm_cells([r for r in rows if r.threads == t]))
+        body.append(
+            [f"*geometric mean, {t} thread{'s' if t > 1 else ''}*", str(t), ""]
+            + gm_cells([r for r in rows if r.threads == t])
+        )
     if len({r.threads for r in rows}) > 1:
         body.append(["*geometric mean, all rows*", "", ""] + gm_cells(rows))
     return _table(["workload", "threads", "best median"] + allocs, body)
@@ -119,8 +154,10 @@ def cause_table(rows: list[RowResult], allocs: list[str]) -> str:
             f = r.tm.get(a)
             if f is None:
                 continue
-            body.append([r.label, str(r.threads), a, _fmt(f.commits / max(1, f.runs))]
-                        + [_fmt(f.aborts_by_cause.get(c, 0.0)) for c in causes])
+            body.append(
+                [r.label, str(r.threads), a, _fmt(f.commits / max(1, f.runs))]
+                + [_fmt(f.aborts_by_cause.get(c, 0.0)) for c in causes]
+            )
     return _table(["workload", "threads", "allocator", "commits/run"] + [f"{c}/run" for c in causes], body)
 
 
@@ -144,8 +181,17 @@ def failure_table(failures: list[dict]) -> str:
     body = []
     for f in failures:
         params = " ".join(f"{k}={v}" for k, v in sorted((f.get("params") or {}).items()))
-        body.append([f.get("status", "?"), f"{f['workload']} {params} t={f['threads']}", f["allocator"],
-                     str(f.get("rep", 0) + 1), (f.get("error") or "").replace("|", "\\|"), _first_line(f.get("stderr"))])
+        error = (f.get("error") or "").replace("|", "\\|")
+        body.append(
+            [
+                f.get("status", "?"),
+                f"{f['workload']} {params} t={f['threads']}",
+                f["allocator"],
+                str(f.get("rep", 0) + 1),
+                error,
+                _first_line(f.get("stderr")),
+            ]
+        )
     return _table(["status", "cell", "allocator", "rep", "error", "last stderr line"], body)
 
 
@@ -153,54 +199,137 @@ def write_csvs(study_dir: Path, records: list[dict], an: Analysis) -> None:
     param_names = sorted({k for r in records for k in (r.get("params") or {})})
     with open(study_dir / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["workload", *param_names, "threads", "allocator", "rep", "status", "wall_s",
-                    "time_s", "ops_per_s", "peak_rss_kib", "commits", "aborts", "true_conflicts",
-                    "false_conflicts", "error"])
+        w.writerow(
+            [
+                "workload",
+                *param_names,
+                "threads",
+                "allocator",
+                "rep",
+                "status",
+                "wall_s",
+                "time_s",
+                "ops_per_s",
+                "peak_rss_kib",
+                "commits",
+                "aborts",
+                "true_conflicts",
+                "false_conflicts",
+                "error",
+            ]
+        )
         for r in records:
             res = r.get("result") or {}
             results = res.get("results") or {}
             tm = res.get("tm_stats") or {}
             mem = res.get("memory") or {}
             p = r.get("params") or {}
-            w.writerow([r["workload"], *[p.get(k, "") for k in param_names], r["threads"], r["allocator"],
-                        r.get("rep", 0), r.get("status"), r.get("wall_s", ""), results.get("time_s", ""),
-                        results.get("ops_per_s", ""), mem.get("peak_rss_kib", ""), tm.get("commits", ""),
-                        tm.get("aborts", ""), tm.get("true_conflicts", ""), tm.get("false_conflicts", ""),
-                        r.get("error", "")])
+            w.writerow(
+                [
+                    r["workload"],
+                    *[p.get(k, "") for k in param_names],
+                    r["threads"],
+                    r["allocator"],
+                    r.get("rep", 0),
+                    r.get("status"),
+                    r.get("wall_s", ""),
+                    results.get("time_s", ""),
+                    results.get("ops_per_s", ""),
+                    mem.get("peak_rss_kib", ""),
+                    tm.get("commits", ""),
+                    tm.get("aborts", ""),
+                    tm.get("true_conflicts", ""),
+                    tm.get("false_conflicts", ""),
+                    r.get("error", ""),
+                ]
+            )
     with open(study_dir / "summary.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["workload", "label", "threads", "allocator", "metric", "n", "median", "mean", "stdev",
-                    "ci95_low", "ci95_high", "ratio_to_best", "abort_rate", "false_conflict_share",
-                    "peak_rss_kib", "failures"])
+        w.writerow(
+            [
+                "workload",
+                "label",
+                "threads",
+                "allocator",
+                "metric",
+                "n",
+                "median",
+                "mean",
+                "stdev",
+                "ci95_low",
+                "ci95_high",
+                "ratio_to_best",
+                "abort_rate",
+                "false_conflict_share",
+                "peak_rss_kib",
+                "failures",
+                "vs_best",
+            ]
+        )
         for row in an.rows:
             for a in an.allocators:
                 s = row.summaries.get(a)
                 if s is None and not row.failures.get(a):
                     continue
                 tm = row.tm.get(a)
-                w.writerow([row.workload, row.label, row.threads, a, row.metric,
-                            s.n if s else 0, s.median if s else "", s.mean if s else "", s.stdev if s else "",
-                            s.ci_low if s else "", s.ci_high if s else "", row.ratios.get(a, ""),
-                            tm.abort_rate if tm and tm.abort_rate is not None else "",
-                            tm.false_share if tm and tm.false_share is not None else "",
-                            row.peak_rss_kib.get(a, ""), row.failures.get(a, 0)])
+                w.writerow(
+                    [
+                        row.workload,
+                        row.label,
+                        row.threads,
+                        a,
+                        row.metric,
+                        s.n if s else 0,
+                        s.median if s else "",
+                        s.mean if s else "",
+                        s.stdev if s else "",
+                        s.ci_low if s else "",
+                        s.ci_high if s else "",
+                        row.ratios.get(a, ""),
+                        tm.abort_rate if tm and tm.abort_rate is not None else "",
+                        tm.false_share if tm and tm.false_share is not None else "",
+                        row.peak_rss_kib.get(a, ""),
+                        row.failures.get(a, 0),
+                        row.standing(a) or "",
+                    ]
+                )
 
 
 def _metadata_section(meta: dict[str, Any]) -> str:
     lines = ["## Machine and software\n"]
-    simple = [("CPU", meta.get("cpu_model")), ("cores", f"{meta.get('cores')} ({meta.get('cores_usable')} usable)"),
-              ("kernel", meta.get("kernel")), ("compiler", meta.get("compiler")), ("glibc", meta.get("glibc")),
-              ("python / matplotlib", f"{meta.get('python')} / {meta.get('matplotlib')}"),
-              ("txalloc revision", meta.get("txalloc_revision") or "unknown (not a git checkout)"), ("build directory", meta.get("build_dir"))]
+    simple = [
+        ("CPU", meta.get("cpu_model")),
+        ("cores", f"{meta.get('cores')} ({meta.get('cores_usable')} usable)"),
+        ("kernel", meta.get("kernel")),
+        ("compiler", meta.get("compiler")),
+        ("glibc", meta.get("glibc")),
+        ("python / matplotlib", f"{meta.get('python')} / {meta.get('matplotlib')}"),
+        ("txalloc revision", meta.get("txalloc_revision") or "unknown (not a git checkout)"),
+        ("build directory", meta.get("build_dir")),
+    ]
     lines += [f"- **{k}**: {v}" for k, v in simple]
     env = meta.get("txalloc_env") or {}
     lines.append(f"- **TXALLOC_ environment**: {', '.join(f'{k}={v}' for k, v in env.items()) or 'none'}")
     lines.append("")
     caches = meta.get("caches") or []
     if caches:
-        lines.append(_table(["level", "type", "size", "ways", "line", "sets", "shared with CPUs"],
-                            [[c.get("level", ""), c.get("type", ""), c.get("size", ""), c.get("ways", ""),
-                              c.get("line_bytes", ""), c.get("sets", ""), c.get("shared_cpus", "")] for c in caches]))
+        lines.append(
+            _table(
+                ["level", "type", "size", "ways", "line", "sets", "shared with CPUs"],
+                [
+                    [
+                        c.get("level", ""),
+                        c.get("type", ""),
+                        c.get("size", ""),
+                        c.get("ways", ""),
+                        c.get("line_bytes", ""),
+                        c.get("sets", ""),
+                        c.get("shared_cpus", ""),
+                    ]
+                    for c in caches
+                ],
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -211,12 +340,15 @@ def _allocator_section(study: dict, an: Analysis, records: list[dict]) -> str:
             served[r["allocator"]] = served.get(r["allocator"], 0) + 1
     body = []
     for a in study["metadata"].get("allocators", []):
-        if a["available"]:
-            state = f"{served.get(a['name'], 0)} runs verified"
-        else:
-            state = f"missing: {a.get('missing_reason')}"
-        body.append([a["name"], state, a.get("library") or "(system malloc)",
-                     f"{a.get('package') or ''} {a.get('package_version') or ''}".strip() or "–"])
+        state = f"{served.get(a['name'], 0)} runs verified" if a["available"] else f"missing: {a.get('missing_reason')}"
+        body.append(
+            [
+                a["name"],
+                state,
+                a.get("library") or "(system malloc)",
+                f"{a.get('package') or ''} {a.get('package_version') or ''}".strip() or "–",
+            ]
+        )
     return _table(["allocator", "status", "library", "package version"], body)
 
 
@@ -258,9 +390,13 @@ def render(study_dir: Path) -> Path:
         if not rows:
             continue
         group_cols = [a for a in cols if any(a in r.summaries or a in r.failures for r in rows)]
-        out.append(f"\n## {title}: ratio to the best allocator\n\n" + ratio_table(an, rows, group_cols))
-        out.append(f"\n### {title}: medians with mean ± 95 % confidence interval (Student t)\n\n"
-                   + detail_table(rows, group_cols))
+        out.append(
+            f"\n## {title}: ratio to the best allocator\n\n" + ratio_table(an, rows, group_cols) + f"\n{RATIO_LEGEND}\n"
+        )
+        out.append(
+            f"\n### {title}: medians with mean ± 95 % confidence interval (Student t)\n\n"
+            + detail_table(rows, group_cols)
+        )
         if group == "tm" and not any(r.tm for r in rows):
             out.append("\nNo abort figures: these workloads reported no `tm_stats` (e.g. libitm counts nothing).\n")
         elif group == "tm":
@@ -270,9 +406,16 @@ def render(study_dir: Path) -> Path:
                 out.append("\n### Aborts by cause (mean per run)\n\n" + ct)
     bw = best_worst_table(an.rows)
     if bw:
-        out.append("\n## Best and worst allocator per workload (as in Baldassin et al. 2015, Tables 3 and 6)\n\n"
-                   + _table(["workload", "best", "worst", "perf. diff.", "threads"],
-                            [[b.label, b.best, b.worst, f"{b.perf_diff_pct:.1f}%", str(b.threads)] for b in bw]))
+        out.append(
+            "\n## Best and worst allocator per workload (as in Baldassin et al. 2015, Tables 3 and 6)\n\n"
+            + _table(
+                ["workload", "best", "worst", "perf. diff.", "threads", "tied with the best"],
+                [
+                    [b.label, b.best, b.worst, f"{b.perf_diff_pct:.1f}%", str(b.threads), ", ".join(b.ties) or "–"]
+                    for b in bw
+                ],
+            )
+        )
     mt = memory_table(an.rows, cols)
     if mt:
         out.append("\n## Peak resident memory (median)\n\n" + mt)
@@ -282,8 +425,10 @@ def render(study_dir: Path) -> Path:
         out.append("\n## Plots\n\n" + "\n".join(f"![{p.stem}](plots/{p.name})" for p in plot_paths) + "\n")
     out.append("\n" + _metadata_section(study.get("metadata") or {}))
     out.append("## Options\n\n```json\n" + json.dumps(study.get("options") or {}, indent=2, sort_keys=True) + "\n```\n")
-    out.append(f"\nFiles: `{RESULTS_FILE}` (raw runs), `results.csv`, `summary.csv`, `study.json` "
-               "(spec, options, metadata), `plots/`.\n")
+    out.append(
+        f"\nFiles: `{RESULTS_FILE}` (raw runs), `results.csv`, `summary.csv`, `study.json` "
+        "(spec, options, metadata), `plots/`.\n"
+    )
     path = study_dir / "report.md"
     path.write_text("".join(out))
     return path

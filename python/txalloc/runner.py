@@ -10,6 +10,7 @@ on all allocators instead of on whichever always runs last.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -201,12 +202,16 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         "rep": cell.rep,
         "argv": argv,
         "preload": cell.allocator.path,
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
             start_new_session=True,  # its own process group: a timeout kills all of it
         )
     except OSError as e:
@@ -216,10 +221,8 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         stdout, stderr = proc.communicate(timeout=row.timeout_s)
         timed_out = False
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         stdout, stderr = proc.communicate()
         timed_out = True
     record["wall_s"] = round(time.monotonic() - t0, 4)
@@ -309,7 +312,8 @@ def append_record(study_dir: Path, record: dict) -> None:
 def short_label(plan: Plan, row: Row) -> str:
     """The row named by its workload and the parameters that vary among the plan's rows."""
     varying = [
-        name for name, value in row.params
+        name
+        for name, value in row.params
         if any(r.workload == row.workload and r.params_dict.get(name) != value for r in plan.rows)
     ]
     return f"{config_label(row.workload, row.params_dict, varying)} t={row.threads}"

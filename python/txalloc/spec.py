@@ -181,11 +181,8 @@ def _check_keys(table: dict, allowed: set[str], ctx: str, origin: str) -> None:
 
 
 def _expect(v: Any, types: tuple, what: str, ctx: str, origin: str) -> Any:
-    if isinstance(v, bool) and bool not in types:
-        ok = False
-    else:
-        ok = isinstance(v, types)
-    if not ok:
+    # bool is an int to isinstance, but not to a spec
+    if (isinstance(v, bool) and bool not in types) or not isinstance(v, types):
         raise SpecError(f"{origin}: {ctx}: expected {what}, got {_type_name(v)} {v!r}")
     return v
 
@@ -247,8 +244,16 @@ def _load_toml(path: Path) -> dict:
 
 _PARAM_KEYS = {"flag", "env", "type", "default", "choices", "scale", "doc"}
 _WORKLOAD_KEYS = {
-    "program", "group", "metric", "better", "threads_flag", "args", "params",
-    "description", "verify_allocator", "env",
+    "program",
+    "group",
+    "metric",
+    "better",
+    "threads_flag",
+    "args",
+    "params",
+    "description",
+    "verify_allocator",
+    "env",
 }
 _ALLOCATOR_KEYS = {"library", "package", "env", "reported", "description"}
 
@@ -283,8 +288,9 @@ def parse_workload(name: str, t: Any, origin: str) -> WorkloadDef:
         _expect(pt, (dict,), "a table", pctx, origin)
         _check_keys(pt, _PARAM_KEYS, pctx, origin)
         if ("flag" in pt) == ("env" in pt):
-            raise SpecError(f"{origin}: {pctx}: needs exactly one of 'flag' (command-line flag) or 'env' "
-                            "(environment variable)")
+            raise SpecError(
+                f"{origin}: {pctx}: needs exactly one of 'flag' (command-line flag) or 'env' (environment variable)"
+            )
         ptype = pt.get("type", "int")
         if ptype not in PARAM_TYPES:
             raise SpecError(f"{origin}: {pctx}.type: '{ptype}' is not one of {', '.join(PARAM_TYPES)}")
@@ -363,8 +369,17 @@ def load_registries(extra: dict | None = None, origin: str = "") -> tuple[dict, 
 # Specs
 
 _SPEC_KEYS = {
-    "name", "description", "repetitions", "timeout_s", "allocators", "threads", "modes",
-    "run", "workload", "allocator", "env",
+    "name",
+    "description",
+    "repetitions",
+    "timeout_s",
+    "allocators",
+    "threads",
+    "modes",
+    "run",
+    "workload",
+    "allocator",
+    "env",
 }
 _RUN_KEYS = {"workload", "params", "threads", "repetitions", "timeout_s", "only_if_missing", "allocators"}
 _MODE_KEYS = {"repetitions", "scale"}
@@ -383,8 +398,7 @@ def resolve_spec_path(name_or_path: str) -> Path:
     bundled = SPECS_DIR / f"{name_or_path}.toml"
     if not bundled.is_file():
         raise SpecError(
-            f"unknown spec '{name_or_path}': neither a file nor a bundled spec "
-            f"(bundled: {', '.join(bundled_specs())})"
+            f"unknown spec '{name_or_path}': neither a file nor a bundled spec (bundled: {', '.join(bundled_specs())})"
         )
     return bundled
 
@@ -418,8 +432,7 @@ def parse_spec(data: dict, origin: str, default_name: str = "study") -> Spec:
     for i, a in enumerate(allocators):
         if a not in allocator_defs:
             raise SpecError(
-                f"{origin}: allocators[{i}]: unknown allocator '{a}' "
-                f"(known: {', '.join(sorted(allocator_defs))})"
+                f"{origin}: allocators[{i}]: unknown allocator '{a}' (known: {', '.join(sorted(allocator_defs))})"
             )
     if len(set(allocators)) != len(allocators):
         raise SpecError(f"{origin}: allocators: an allocator is listed twice")
@@ -471,9 +484,7 @@ def parse_run(
         raise SpecError(f"{origin}: {ctx}: missing 'workload'")
     wname = _expect(r["workload"], (str,), "a string", f"{ctx}.workload", origin)
     if wname not in workloads:
-        raise SpecError(
-            f"{origin}: {ctx}.workload: unknown workload '{wname}' (known: {', '.join(sorted(workloads))})"
-        )
+        raise SpecError(f"{origin}: {ctx}.workload: unknown workload '{wname}' (known: {', '.join(sorted(workloads))})")
     w = workloads[wname]
     given = _expect(r.get("params", {}), (dict,), "a table", f"{ctx}.params", origin)
     params: dict[str, list] = {}
@@ -504,7 +515,8 @@ def parse_run(
         timeout_s=_positive_number(r["timeout_s"], f"{ctx}.timeout_s", origin) if "timeout_s" in r else None,
         only_if_missing=_known_workload(r.get("only_if_missing"), workloads, f"{ctx}.only_if_missing", origin),
         allocators=_known_allocators(r["allocators"], allocator_defs, f"{ctx}.allocators", origin)
-        if "allocators" in r else None,
+        if "allocators" in r
+        else None,
     )
 
 
@@ -557,7 +569,7 @@ def expand_rows(spec: Spec, mode: str = "normal") -> list[Row]:
         w = spec.workloads[run.workload]
         names = list(run.params)
         for combo in itertools.product(*(run.params[n] for n in names)):
-            values = {n: scaled(w.params[n], v, scale) for n, v in zip(names, combo)}
+            values = {n: scaled(w.params[n], v, scale) for n, v in zip(names, combo, strict=True)}
             for t in run.threads:
                 reps = reps_override or run.repetitions or spec.repetitions
                 row = Row(

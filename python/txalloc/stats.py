@@ -10,8 +10,8 @@ uses.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 _EPS = 1e-15
 _TINY = 1e-300
@@ -53,9 +53,7 @@ def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
     front = math.exp(log_front)
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _beta_continued_fraction(a, b, x) / a
@@ -133,7 +131,7 @@ def confidence_interval(values: Sequence[float], level: float = 0.95) -> tuple[f
 
 
 def geometric_mean(values: Iterable[float]) -> float:
-    vals = [v for v in values]
+    vals = list(values)
     if not vals:
         return math.nan
     if any(v <= 0 for v in vals):
@@ -155,6 +153,15 @@ class Summary:
     @property
     def ci_half_width(self) -> float:
         return (self.ci_high - self.ci_low) / 2.0
+
+
+def intervals_overlap(a: Summary, b: Summary) -> bool | None:
+    """Whether the confidence intervals of a and b share a point: then the data do not tell
+    them apart. None when either interval is unknown (fewer than 2 values)."""
+    bounds = (a.ci_low, a.ci_high, b.ci_low, b.ci_high)
+    if any(math.isnan(v) for v in bounds):
+        return None
+    return a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
 
 
 def summarize(values: Sequence[float], level: float = 0.95) -> Summary:
