@@ -4,8 +4,8 @@
 #define TXALLOC_ALLOC_INTERNAL_H
 
 #include "alloc/alloc_direct.h"
-#include "os/os_mem.h"
 #include "alloc/alloc_options.h"
+#include "os/os_mem.h"
 
 /* ---- Size classes (size_class.c) ---- */
 /* Fills the class table (the one function a placement policy replaces). */

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "txalloc/tm.h"
 #include "tm/tm_options.h"
+#include "txalloc/tm.h"
 
 #define TM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TM_UNLIKELY(x) __builtin_expect(!!(x), 0)
