@@ -252,8 +252,10 @@ static uint64_t read_consistent(tm_tx *tx, uintptr_t w) {
         continue;
       }
     }
-    /* I3: unlocked, inside the snapshot */
-    TXALLOC_ASSERT(!(l & 1) && l <= __atomic_load_n(&tx->end, __ATOMIC_RELAXED));
+    /* I3: unlocked, and inside the snapshot checked above (not tx->end again: another
+     * thread's tm_request_validation may have reset it since); a committed version never
+     * runs ahead of the clock. */
+    TXALLOC_ASSERT(!(l & 1) && tm_word_version(l) <= clock_now());
     rset_push(tx, l, w);
     return v;
   }
