@@ -117,10 +117,8 @@ static size_t g_orphan_len, g_orphan_cap;
 static _Atomic size_t g_orphan_count; /* mirror of g_orphan_len for lock-free checks */
 static _Atomic uint64_t g_orphan_bytes;
 
-uint64_t txmem_epoch_now(void);
 uint64_t txmem_epoch_now(void) { return atomic_load(&txmem_g_epoch); }
 
-void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes);
 void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes) {
   *objects = atomic_load_explicit(&g_orphan_count, memory_order_relaxed);
   *bytes = atomic_load_explicit(&g_orphan_bytes, memory_order_relaxed);

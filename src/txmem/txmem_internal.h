@@ -353,5 +353,8 @@ void txmem_epoch_thread_exit(txmem_thread *t); /* hands the limbo to the orphans
 void txmem_epoch_atfork_prepare(void);         /* fork: hold the epoch layer's locks, */
 void txmem_epoch_atfork_parent(void);          /* release them in the parent, */
 void txmem_epoch_atfork_child(void);           /* fresh ones in the child */
+/* For txmem_stats.c: the global epoch, and the orphaned limbo entries of exited threads. */
+uint64_t txmem_epoch_now(void);
+void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes);
 
 #endif

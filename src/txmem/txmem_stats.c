@@ -7,9 +7,6 @@
 #include "txmem/txmem_internal.h"
 #include "txmem/txmem_options.h"
 
-uint64_t txmem_epoch_now(void);
-void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes);
-
 void txmem_stats_get(txmem_stats *out) {
   if (txmem_tls.ready) txmem_hot_publish(&txmem_tls); /* the caller's own counters are exact */
   memset(out, 0, sizeof *out);
