@@ -34,38 +34,20 @@ static void glock_commit(tm_tx *tx) {
   release();
 }
 
-static void store_sized(uintptr_t addr, unsigned size, uint64_t value) {
-  switch (size) {
-  case 1: __atomic_store_n((uint8_t *)addr, (uint8_t)value, __ATOMIC_RELAXED); break;
-  case 2: __atomic_store_n((uint16_t *)addr, (uint16_t)value, __ATOMIC_RELAXED); break;
-  case 4: __atomic_store_n((uint32_t *)addr, (uint32_t)value, __ATOMIC_RELAXED); break;
-  default: __atomic_store_n((uint64_t *)addr, value, __ATOMIC_RELAXED); break;
-  }
-}
-
-static uint64_t load_sized(uintptr_t addr, unsigned size) {
-  switch (size) {
-  case 1: return __atomic_load_n((const uint8_t *)addr, __ATOMIC_RELAXED);
-  case 2: return __atomic_load_n((const uint16_t *)addr, __ATOMIC_RELAXED);
-  case 4: return __atomic_load_n((const uint32_t *)addr, __ATOMIC_RELAXED);
-  default: return __atomic_load_n((const uint64_t *)addr, __ATOMIC_RELAXED);
-  }
-}
-
 static void store_logged(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value) {
   if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) tm_fatal("a transaction wrote more than 2^20 times");
   tm_wentry *e = &tx->wset[tx->wn++];
   e->addr = addr;
   e->mask = size;
-  e->value = load_sized(addr, size);
-  store_sized(addr, size, value);
+  e->value = tm_plain_load(addr, size);
+  tm_plain_store(addr, size, value);
 }
 
 static void glock_rollback(tm_tx *tx, unsigned level) {
   size_t mark = level == 1 ? 0 : tx->levels[level]->wset_mark;
   for (size_t i = tx->wn; i-- > mark;) {
     tm_wentry *e = &tx->wset[i];
-    store_sized(e->addr, (unsigned)e->mask, e->value);
+    tm_plain_store(e->addr, (unsigned)e->mask, e->value);
   }
   tx->wn = mark;
   if (level == 1) release();
@@ -74,9 +56,9 @@ static void glock_rollback(tm_tx *tx, unsigned level) {
 /* Accesses of any alignment: an aligned one in one piece, else byte by byte. */
 static uint64_t glock_load(tm_tx *tx, uintptr_t addr, unsigned size) {
   (void)tx;
-  if ((addr & (size - 1)) == 0) return load_sized(addr, size);
+  if ((addr & (size - 1)) == 0) return tm_plain_load(addr, size);
   uint64_t v = 0;
-  for (unsigned i = 0; i < size; i++) v |= load_sized(addr + i, 1) << (8 * i);
+  for (unsigned i = 0; i < size; i++) v |= tm_plain_load(addr + i, 1) << (8 * i);
   return v;
 }
 

@@ -183,10 +183,10 @@ static inline __attribute__((always_inline)) uint64_t stm_begin_attempt(tm_tx *t
   tx->wn = 0;
   return now;
 }
-/* Whether a top-level attempt may begin with stm_begin_attempt alone (tm_runtime.c's fast
- * begin): a revocable attempt (no irrevocability asked), no irrevocable transaction running
- * (new ones wait for it), no CTL index to empty, no kill contention manager to inform
- * (tx->plain_begin: the stm backend and cm != kill). `fresh`: the block's first attempt,
+/* Whether a top-level attempt may begin with stm_begin_attempt alone (stm_backend.c's
+ * inline begin): a revocable attempt (no irrevocability asked), no irrevocable transaction
+ * running (new ones wait for it), no CTL index to empty, no kill contention manager to
+ * inform (tx->plain_begin: cm != kill). `fresh`: the block's first attempt,
  * begun at depth 0, where want_irrevocable is false (end_top). */
 static inline bool stm_begin_is_plain(const tm_tx *tx, int flags, bool fresh) {
   return tx->plain_begin && !(flags & TM_FLAG_IRREVOCABLE) && (fresh || !tx->want_irrevocable) &&

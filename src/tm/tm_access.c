@@ -6,28 +6,9 @@
 
 #include "tm/tm_backend.h"
 
-/* Exactly the object's bytes; excluded from AddressSanitizer like the STM's word reads. */
-__attribute__((no_sanitize("address"))) static uint64_t plain_load(uintptr_t a, unsigned size) {
-  switch (size) {
-  case 1: return __atomic_load_n((const uint8_t *)a, __ATOMIC_ACQUIRE);
-  case 2: return __atomic_load_n((const uint16_t *)a, __ATOMIC_ACQUIRE);
-  case 4: return __atomic_load_n((const uint32_t *)a, __ATOMIC_ACQUIRE);
-  default: return __atomic_load_n((const uint64_t *)a, __ATOMIC_ACQUIRE);
-  }
-}
-
-static void plain_store(uintptr_t a, unsigned size, uint64_t v) {
-  switch (size) {
-  case 1: __atomic_store_n((uint8_t *)a, (uint8_t)v, __ATOMIC_RELEASE); break;
-  case 2: __atomic_store_n((uint16_t *)a, (uint16_t)v, __ATOMIC_RELEASE); break;
-  case 4: __atomic_store_n((uint32_t *)a, (uint32_t)v, __ATOMIC_RELEASE); break;
-  default: __atomic_store_n((uint64_t *)a, v, __ATOMIC_RELEASE); break;
-  }
-}
-
 uint64_t tm_load_slow_(tm_tx *tx, uintptr_t a, unsigned size) {
   if (tx && tx->mode != TM_MODE_NONE) return tm_be.load(tx, a, size);
-  if ((a & (size - 1)) == 0) return plain_load(a, size);
+  if ((a & (size - 1)) == 0) return tm_plain_load(a, size);
   uint64_t v = 0;
   memcpy(&v, (const void *)a, size); /* misaligned, outside a transaction */
   return v;
@@ -39,7 +20,7 @@ void tm_store_slow_(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
     return;
   }
   if ((a & (size - 1)) == 0)
-    plain_store(a, size, v);
+    tm_plain_store(a, size, v);
   else
     memcpy((void *)a, &v, size);
 }

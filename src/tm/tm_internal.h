@@ -103,6 +103,12 @@ typedef struct tm_wslot {
   uint32_t epoch;
 } tm_wslot;
 
+/* The thread descriptor. It holds the front-end's state (depth, levels, retry counters,
+ * statistics) and, next to the fields their hot paths touch with them, the STM's: the view,
+ * snapshot and CTL index, the contention managers' words, the privatization timestamp.
+ * Each field is written by its owner only (the front-end, or the running backend), and one
+ * backend runs in a process. A backend with per-thread state of its own adds its fields
+ * here or keeps them thread-local. */
 typedef struct tm_tx {
   /* ---- hot: the owner's fast paths. First what the inline load (tm.h's tm_load_try_)
    * touches, as tm.h's tm_load_view_ and under the same names (ort_rshift, ort_amask,
@@ -143,7 +149,7 @@ typedef struct tm_tx {
   bool want_irrevocable;  /* next top-level attempt runs irrevocably */
   bool read_only_off;     /* the block's later attempts keep a read set (a read-only attempt
                              aborted with TM_ABORT_READ_ONLY) */
-  bool plain_begin;       /* stm backend and cm != kill (stm_begin_is_plain) */
+  bool plain_begin;       /* STM: cm != kill (stm_begin_is_plain) */
   bool plain_commit;      /* cm != kill, and the summaries inline (attribution off or shift <= 7):
                              stm_commit's frameless paths may apply (stm_thread_init) */
   bool irrevocable;       /* this attempt runs irrevocably (set by the backend, cleared by the
@@ -195,6 +201,34 @@ static inline tm_tx *tm_view_tx(tm_load_view_ *v) { return (tm_tx *)(void *)v; }
 
 static inline size_t tm_rn(const tm_tx *tx) { return (size_t)(tx->rlast + 1 - tx->rset); }
 static inline void tm_rset_truncate(tm_tx *tx, size_t n) { tx->rlast = tx->rset + n - 1; }
+
+/* An aligned access of exactly `size` (1, 2, 4 or 8) bytes, atomic: outside a transaction
+ * (tm_access.c), and the glock backend's in-place accesses. Excluded from AddressSanitizer
+ * like the STM's word reads (stm_access.h). */
+__attribute__((no_sanitize("address"))) static inline uint64_t tm_plain_load(uintptr_t a,
+                                                                             unsigned size) {
+  switch (size) {
+  case 1: return __atomic_load_n((const uint8_t *)a, __ATOMIC_ACQUIRE);
+  case 2: return __atomic_load_n((const uint16_t *)a, __ATOMIC_ACQUIRE);
+  case 4: return __atomic_load_n((const uint32_t *)a, __ATOMIC_ACQUIRE);
+  default: return __atomic_load_n((const uint64_t *)a, __ATOMIC_ACQUIRE);
+  }
+}
+static inline void tm_plain_store(uintptr_t a, unsigned size, uint64_t v) {
+  switch (size) {
+  case 1: __atomic_store_n((uint8_t *)a, (uint8_t)v, __ATOMIC_RELEASE); break;
+  case 2: __atomic_store_n((uint16_t *)a, (uint16_t)v, __ATOMIC_RELEASE); break;
+  case 4: __atomic_store_n((uint32_t *)a, (uint32_t)v, __ATOMIC_RELEASE); break;
+  default: __atomic_store_n((uint64_t *)a, v, __ATOMIC_RELEASE); break;
+  }
+}
+
+#ifdef TM_HAVE_FAST_ENTRY_
+/* The fast entry (tm_entry_x86_64.S): tm_start_ (tm.h) calls tm_enter_ (tm_runtime.c);
+ * tm_jump_ makes tm_start_ return `value` again in the frame it saved into *ctx. */
+void tm_enter_(tm_context_ *ctx, int flags);
+_Noreturn void tm_jump_(tm_context_ *ctx, int value);
+#endif
 
 /* ---- Front-end services (tm_runtime.c) ---- */
 void tm_runtime_init(void);

@@ -24,6 +24,7 @@
 
 #include "tm/tm_backend.h"
 #include "txalloc/txmem.h"
+#include "util/debug_assert.h"
 #include "util/message.h"
 
 tm_config tm_cfg;
@@ -94,6 +95,9 @@ static void runtime_init_once(void) {
   tm_cfg.irrevocable_after = (unsigned)txalloc_opt(TXALLOC_OPT_IRREVOCABLE_AFTER);
   if (tm_cfg.backend >= tm_backend_count) tm_fatal("unknown backend");
   tm_be = *tm_backends[tm_cfg.backend];
+  if (!tm_be.begin_first || !tm_be.begin_again || !tm_be.commit || !tm_be.rollback || !tm_be.load ||
+      !tm_be.store || !tm_be.become_irrevocable)
+    tm_fatal("the backend lacks a required operation (tm_backend.h)");
   if (tm_be.init) tm_be.init();
   if (pthread_key_create(&thread_key, thread_key_destructor) != 0)
     tm_fatal("pthread_key_create failed");
@@ -329,9 +333,6 @@ void tm_begin_(int flags) {
 #ifdef TM_HAVE_FAST_ENTRY_
 /* The fast entry (tm.h): tm_start_ and tm_jump_ are in tm_entry_x86_64.S. tm_start_
  * calls tm_enter_, which begins the level and ends in a tail call to txmem's hook. */
-_Noreturn void tm_jump_(tm_context_ *ctx, int value);
-/* Called from the assembly only: `used` keeps it through link-time optimisation. */
-__attribute__((used)) void tm_enter_(tm_context_ *ctx, int flags);
 
 static __attribute__((noinline)) void enter_other(tm_context_ *ctx, int flags) {
   tm_tx *tx = tm_self;
@@ -343,7 +344,7 @@ static __attribute__((noinline)) void enter_other(tm_context_ *ctx, int flags) {
 
 /* The common case, a top-level block of a thread that is set up, has no stack frame: its
  * only calls are tail calls. */
-void tm_enter_(tm_context_ *ctx, int flags) {
+__attribute__((used)) void tm_enter_(tm_context_ *ctx, int flags) { /* called from asm only */
   tm_tx *tx = tm_self;
   if (TM_LIKELY(tx != NULL) && TM_LIKELY(tx->depth == 0)) {
     tm_level *lv = &tx->top_level; /* levels[1]; its retries are 0 (end_top) */
@@ -413,7 +414,11 @@ static void backoff(tm_tx *tx, unsigned retries) {
 static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
                                tm_conflict_class cls, int jump) {
   unsigned depth = tx->depth;
+  TXALLOC_ASSERT(level >= 1 && level <= depth);
   tm_be.rollback(tx, level);
+  /* The contract: the sets are back to their sizes when the level began. */
+  TXALLOC_ASSERT(tx->wn == (level == 1 ? 0 : tx->levels[level]->wset_mark));
+  TXALLOC_ASSERT(tm_rn(tx) <= (level == 1 ? 0 : tx->levels[level]->rset_mark));
   if (level == 1) {
     tx->mode = TM_MODE_NONE;
     tx->irrevocable = false;
