@@ -303,9 +303,24 @@ typedef enum tm_abort_cause {
   TM_ABORT_EXPLICIT,        /* tm_restart or tm_abort */
   TM_ABORT_IRREVOCABLE,     /* rolled back to run irrevocably (fallback or request) */
   TM_ABORT_READ_ONLY,       /* a read-only attempt (no read set) met a newer version, or stored */
+  TM_ABORT_CONFLICT,        /* htm-emul: another access to a line this attempt holds doomed it */
+  TM_ABORT_CAPACITY,        /* htm-emul: the read or write set overflowed the modelled caches */
+  TM_ABORT_UNFRIENDLY,      /* htm-emul: an operation a hardware TM cannot run (a system call) */
   TM_ABORT_CAUSE_COUNT
 } tm_abort_cause;
 TXALLOC_API const char *tm_abort_cause_name(tm_abort_cause cause); /* "read_locked", ... */
+
+/* The status of the calling thread's last abort in RTM's terms (the EAX bits of XBEGIN's
+ * abort path), set by the backends that model a hardware TM (htm-emul); 0 under the others
+ * and for an abort with no bit to report (an unfriendly operation, as RTM reports a system
+ * call). TM_XABORT_CODE extracts the code of an explicit abort. */
+#define TM_XABORT_EXPLICIT (1u << 0) /* tm_restart/tm_abort, or the fallback's request */
+#define TM_XABORT_RETRY (1u << 1)    /* the attempt may succeed on a retry (conflicts) */
+#define TM_XABORT_CONFLICT (1u << 2) /* another thread or a plain store touched a held line */
+#define TM_XABORT_CAPACITY (1u << 3) /* the read or write set overflowed */
+#define TM_XABORT_NESTED (1u << 5)   /* the abort happened inside a nested block */
+#define TM_XABORT_CODE(status) (((status) >> 24) & 0xffu)
+TXALLOC_API unsigned tm_last_abort_status(void);
 
 #define TM_RETRY_HISTOGRAM_BUCKETS 16
 typedef struct tm_stats {

@@ -163,7 +163,9 @@ typedef struct tm_tx {
   uint32_t wepoch;
   uint64_t *wait_lock; /* cm=wait: after this abort, wait until the lock is not wait_word */
   uint64_t wait_word;
-  uint64_t rng; /* backoff randomisation */
+  uint64_t rng;          /* backoff randomisation */
+  unsigned abort_status; /* tm_last_abort_status: the last abort's RTM-style bits (set by a
+                            backend that models a hardware TM, in its rollback) */
 
   tm_stats stats; /* this thread's counters, read by others with relaxed loads; in them
                    `commits` counts the commits that wrote and commits_read_only stays 0

@@ -19,6 +19,9 @@ static const char *const cause_names[TM_ABORT_CAUSE_COUNT] = {
     [TM_ABORT_EXPLICIT] = "explicit",
     [TM_ABORT_IRREVOCABLE] = "irrevocable",
     [TM_ABORT_READ_ONLY] = "read_only",
+    [TM_ABORT_CONFLICT] = "conflict",
+    [TM_ABORT_CAPACITY] = "capacity",
+    [TM_ABORT_UNFRIENDLY] = "unfriendly",
 };
 
 const char *tm_abort_cause_name(tm_abort_cause cause) {
