@@ -148,6 +148,9 @@ TXALLOC_API void tm_become_irrevocable(void);
 TXALLOC_API void tm_request_validation(void);
 TXALLOC_API bool tm_in_transaction(void);
 TXALLOC_API unsigned tm_depth(void); /* 0 outside, 1 top level, 2 first child ... */
+/* The running attempt is irrevocable (asked for, or a backend's fallback): it runs alone
+ * among transactions and will not abort by itself. False outside a transaction. */
+TXALLOC_API bool tm_is_irrevocable(void);
 
 /* ---- Transactional loads and stores. Sub-word accesses touch only their bytes. ---- */
 TXALLOC_API uint8_t tm_load_u8(const volatile uint8_t *addr);

@@ -525,6 +525,11 @@ bool tm_in_transaction(void) {
   return tx && tx->depth > 0;
 }
 
+bool tm_is_irrevocable(void) {
+  tm_tx *tx = tm_self;
+  return tx && tx->depth > 0 && tx->irrevocable;
+}
+
 unsigned tm_depth(void) {
   tm_tx *tx = tm_self;
   return tx ? tx->depth : 0;
