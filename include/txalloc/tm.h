@@ -1,5 +1,5 @@
 /* txalloc's transactional-memory API: one front-end for every backend (word-based STM,
- * global lock, later emulated HTM). Workloads are written once against this header; the
+ * global lock, emulated best-effort HTM). Workloads are written once against this header; the
  * backend and its parameters are options (include/txalloc/options.h), chosen at run time.
  *
  *   TM_ATOMIC {
