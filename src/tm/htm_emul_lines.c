@@ -13,11 +13,13 @@
  *     the line, never a later one (no ABA on the status word).
  *   - Conflicting holders: for a read, the writer if it is another slot; for a write, the
  *     writer and every reader other than the requester. Each is doomed (status CAS
- *     ACTIVE -> DOOMED); one already doomed stays so. A writer that is COMMITTING cannot be
- *     doomed: it is writing the line back, so the requester drops the lock and retries until
- *     that writer has released the line (a commit waits for nothing, so this ends). A
- *     COMMITTING reader is not waited for: its reads are serialised at its commit point,
- *     before the requester's write can reach memory.
+ *     ACTIVE -> DOOMED); one already doomed stays so. A holder that is COMMITTING cannot be
+ *     doomed: the requester drops the lock and retries until it has released the line (a
+ *     commit waits for nothing, so this ends). For a writer that is needed: it is writing
+ *     the line back. For a reader too: its commit point precedes the requester's, so once
+ *     the requester commits, the program may rely on the reader's writes having landed (a
+ *     transaction that unlinks a node and then uses it privately must not meet a write-back
+ *     of an older commit that read the link: privatization).
  *   - A doomed attempt's buffered writes never reach memory (its commit CAS fails), and it
  *     checks its status after each read of memory, so no value it read after being doomed
  *     reaches the program.
@@ -83,7 +85,7 @@ static bool doom_conflicting(htm_line_rec *r, unsigned requester, bool write) {
     while (bits) {
       unsigned s = k * 64 + (unsigned)__builtin_ctzll(bits);
       bits &= bits - 1;
-      if (s != requester) htm_doom(s, HTM_DOOM_CONFLICT);
+      if (s != requester && !htm_doom(s, HTM_DOOM_CONFLICT)) ok = false;
     }
   }
   return ok;

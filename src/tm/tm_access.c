@@ -20,6 +20,9 @@ void tm_store_slow_(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
     tm_be.store(tx, a, size, v);
     return;
   }
+  /* tm_be is set by the runtime's initialisation: a thread with a descriptor comes after
+   * it; one without makes sure of it (pthread_once's fast path). */
+  if (TM_UNLIKELY(!tx)) tm_runtime_init();
   if (TM_UNLIKELY(tm_be.plain_store != NULL)) {
     tm_be.plain_store(a, size, v);
     return;
