@@ -163,9 +163,7 @@ typedef struct tm_tx {
   uint32_t wepoch;
   uint64_t *wait_lock; /* cm=wait: after this abort, wait until the lock is not wait_word */
   uint64_t wait_word;
-  uint64_t rng;          /* backoff randomisation */
-  unsigned abort_status; /* tm_last_abort_status: the last abort's RTM-style bits (set by a
-                            backend that models a hardware TM, in its rollback) */
+  uint64_t rng; /* backoff randomisation */
 
   tm_stats stats; /* this thread's counters, read by others with relaxed loads; in them
                    `commits` counts the commits that wrote and commits_read_only stays 0
@@ -191,6 +189,8 @@ typedef struct tm_tx {
   /* ---- the owner's again ---- */
   _Alignas(
       TM_CACHE_LINE) tm_level top_level; /* levels[1], in the descriptor: no load to reach it */
+  unsigned abort_status; /* tm_last_abort_status: the last abort's RTM-style bits (set by a
+                            backend that models a hardware TM, in its rollback) */
 } tm_tx;
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
