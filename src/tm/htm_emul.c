@@ -112,8 +112,9 @@ static void begin(tm_tx *tx, int flags, bool fresh) {
     me->conflicts = 0;
     me->fallback_next = false;
   }
+  /* The fallback after htm_retries conflict aborts of the block (at least one). */
   if (!me || (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable || me->fallback_next ||
-      me->conflicts >= htm_cfg.retries) {
+      (me->conflicts > 0 && me->conflicts >= htm_cfg.retries)) {
     htm_fallback_acquire();
     tx->mode = HTM_MODE_FALLBACK;
     tx->irrevocable = true;
