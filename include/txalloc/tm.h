@@ -338,6 +338,9 @@ typedef struct tm_stats {
   uint64_t false_conflicts;
   uint64_t unknown_conflicts;
   uint64_t max_consecutive_aborts;
+  /* Nanoseconds attempts spent on a fallback lock, from taking it to releasing it (htm-emul
+   * and tle; 0 under the others). */
+  uint64_t lock_held_ns;
   /* retry_histogram[k]: transactions that committed after k aborts (last bucket: k >= 15). */
   uint64_t retry_histogram[TM_RETRY_HISTOGRAM_BUCKETS];
 } tm_stats;
