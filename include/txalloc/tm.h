@@ -1,6 +1,7 @@
 /* txalloc's transactional-memory API: one front-end for every backend (word-based STM,
- * global lock, emulated best-effort HTM). Workloads are written once against this header; the
- * backend and its parameters are options (include/txalloc/options.h), chosen at run time.
+ * global lock, emulated best-effort HTM, lock elision over it). Workloads are written once
+ * against this header; the backend and its parameters are options
+ * (include/txalloc/options.h), chosen at run time.
  *
  *   TM_ATOMIC {
  *     long v = tm_load(&account[a]);

@@ -12,11 +12,24 @@
  * address, mask = the size, value = the old bytes), never aborting by itself. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "os/os_mem.h"
 #include "tm/htm_emul_internal.h"
 
 htm_config htm_cfg;
+
+/* Blocks still to take the lock without eliding it (htm_cfg.skip after a capacity or
+ * unfriendly abort; one counter for the one lock, as glibc's adapt_count is the lock's). */
+static unsigned skip_left;
+/* When this thread's attempt took the fallback lock (the statistics' lock_held_ns). */
+static __thread uint64_t fallback_since;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- Aborts ---- */
 
@@ -32,17 +45,25 @@ static _Noreturn void abort_hw(tm_tx *tx, htm_thread *me, tm_abort_cause cause) 
     pend_status(me, TM_XABORT_CONFLICT | TM_XABORT_RETRY);
     me->conflicts++;
     tm_abort_conflict(tx, 1, cause, TM_CLASS_UNKNOWN);
+  case TM_ABORT_EXPLICIT: /* the lock was held at the begin: elision's explicit 0xff */
+    pend_status(me, TM_XABORT_EXPLICIT | 0xffu << 24);
+    me->conflicts++;
+    tm_abort_conflict(tx, 1, cause, TM_CLASS_NONE);
   case TM_ABORT_CAPACITY: pend_status(me, TM_XABORT_CAPACITY); break;
   default: pend_status(me, 0); break; /* unfriendly: RTM reports a system call with no bit */
   }
   me->fallback_next = true;
+  if (htm_cfg.skip) __atomic_store_n(&skip_left, htm_cfg.skip, __ATOMIC_RELAXED);
   tm_abort_conflict(tx, 1, cause, TM_CLASS_NONE);
 }
 
 static __attribute__((noinline)) _Noreturn void abort_doomed(tm_tx *tx, htm_thread *me,
                                                              uint64_t status) {
+  unsigned cause = HTM_DOOM_CAUSE(status);
   abort_hw(tx, me,
-           HTM_DOOM_CAUSE(status) == HTM_DOOM_UNFRIENDLY ? TM_ABORT_UNFRIENDLY : TM_ABORT_CONFLICT);
+           cause == HTM_DOOM_UNFRIENDLY  ? TM_ABORT_UNFRIENDLY
+           : cause == HTM_DOOM_LOCK_BUSY ? TM_ABORT_EXPLICIT
+                                         : TM_ABORT_CONFLICT);
 }
 
 /* An invalidation takes effect at the attempt's next access or commit. */
@@ -73,7 +94,7 @@ static void observe_syscall(const char *call) {
 
 /* ---- Set-up ---- */
 
-static void htm_init(void) {
+void htm_emul_init_geometry(void) {
   unsigned line = (unsigned)txalloc_opt(TXALLOC_OPT_HTM_LINE);
   htm_cfg.line_shift = 3;
   while ((2u << htm_cfg.line_shift) <= line) htm_cfg.line_shift++;
@@ -81,7 +102,6 @@ static void htm_init(void) {
   htm_cfg.l1_ways = (unsigned)txalloc_opt(TXALLOC_OPT_HTM_L1_WAYS);
   htm_cfg.read_sets = (unsigned)txalloc_opt(TXALLOC_OPT_HTM_READ_SETS);
   htm_cfg.read_ways = (unsigned)txalloc_opt(TXALLOC_OPT_HTM_READ_WAYS);
-  htm_cfg.retries = (unsigned)txalloc_opt(TXALLOC_OPT_HTM_RETRIES);
   htm_cfg.max_lines =
       (size_t)htm_cfg.l1_sets * htm_cfg.l1_ways + (size_t)htm_cfg.read_sets * htm_cfg.read_ways + 1;
   if (htm_cfg.max_lines > ((size_t)1 << 24))
@@ -90,8 +110,15 @@ static void htm_init(void) {
   txa_os_set_observer(observe_syscall);
 }
 
+static void htm_init(void) {
+  htm_emul_init_geometry();
+  htm_cfg.retries = (unsigned)txalloc_opt(TXALLOC_OPT_HTM_RETRIES);
+  htm_cfg.skip = 0;
+  htm_cfg.wait = true;
+}
+
 /* Slots beyond HTM_SLOTS get no state: their attempts all take the fallback. */
-static void htm_thread_init(tm_tx *tx) {
+void htm_emul_thread_init(tm_tx *tx) {
   if (tx->id > HTM_SLOTS) return;
   htm_thread *t = aligned_alloc(TM_CACHE_LINE, sizeof(htm_thread));
   if (!t) tm_fatal("htm-emul: cannot allocate a descriptor's state");
@@ -104,6 +131,15 @@ static void htm_thread_init(tm_tx *tx) {
 
 /* ---- Attempts ---- */
 
+/* One of the blocks that skip elision after a capacity or unfriendly abort. */
+static bool take_skip(void) {
+  unsigned n = __atomic_load_n(&skip_left, __ATOMIC_RELAXED);
+  while (n && !__atomic_compare_exchange_n(&skip_left, &n, n - 1, true, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED)) {
+  }
+  return n != 0;
+}
+
 static void begin(tm_tx *tx, int flags, bool fresh) {
   htm_thread *me = htm_me(tx);
   tx->wn = 0;
@@ -114,20 +150,30 @@ static void begin(tm_tx *tx, int flags, bool fresh) {
   }
   /* The fallback after htm_retries conflict aborts of the block (at least one). */
   if (!me || (flags & TM_FLAG_IRREVOCABLE) || tx->want_irrevocable || me->fallback_next ||
-      (me->conflicts > 0 && me->conflicts >= htm_cfg.retries)) {
+      (me->conflicts > 0 && me->conflicts >= htm_cfg.retries) || (fresh && take_skip())) {
     htm_fallback_acquire();
+    fallback_since = now_ns();
     tx->mode = HTM_MODE_FALLBACK;
     tx->irrevocable = true;
+    return;
+  }
+  tx->mode = HTM_MODE_HW;
+  tx->irrevocable = false;
+  if (!htm_cfg.wait && htm_fallback_held()) { /* it aborts at its first access or commit */
+    __atomic_store_n(&me->status, HTM_DOOMED | (uint64_t)HTM_DOOM_LOCK_BUSY << 8, __ATOMIC_SEQ_CST);
     return;
   }
   /* Active before subscribing: the fallback's acquirer dooms only active attempts. */
   __atomic_store_n(&me->status, HTM_ACTIVE, __ATOMIC_SEQ_CST);
   htm_fallback_subscribe(me);
-  tx->mode = HTM_MODE_HW;
-  tx->irrevocable = false;
 }
-static void htm_begin_first(tm_tx *tx, int flags) { begin(tx, flags, true); }
-static void htm_begin_again(tm_tx *tx, int flags) { begin(tx, flags, false); }
+void htm_emul_begin_first(tm_tx *tx, int flags) { begin(tx, flags, true); }
+void htm_emul_begin_again(tm_tx *tx, int flags) { begin(tx, flags, false); }
+
+static void release_fallback(tm_tx *tx) {
+  tm_stat_add(&tx->stats.lock_held_ns, now_ns() - fallback_since);
+  htm_fallback_release();
+}
 
 /* The hardware attempt ends: its lines, then its subscription, then its status. */
 static void end_hw(htm_thread *me) {
@@ -136,10 +182,10 @@ static void end_hw(htm_thread *me) {
   __atomic_store_n(&me->status, HTM_IDLE, __ATOMIC_RELEASE);
 }
 
-static void htm_commit(tm_tx *tx) {
+void htm_emul_commit(tm_tx *tx) {
   if (tx->mode == HTM_MODE_FALLBACK) {
     tx->wn = 0;
-    htm_fallback_release();
+    release_fallback(tx);
     return;
   }
   htm_thread *me = htm_me(tx);
@@ -155,7 +201,7 @@ static void htm_commit(tm_tx *tx) {
   end_hw(me);
 }
 
-static void htm_rollback(tm_tx *tx, unsigned level) {
+void htm_emul_rollback(tm_tx *tx, unsigned level) {
   size_t mark = level == 1 ? 0 : tx->levels[level]->wset_mark;
   htm_thread *me = htm_me(tx);
   unsigned status = TM_XABORT_EXPLICIT;
@@ -168,7 +214,7 @@ static void htm_rollback(tm_tx *tx, unsigned level) {
       tm_plain_store(e->addr, (unsigned)e->mask, e->value);
     }
     tx->wn = mark;
-    if (level == 1) htm_fallback_release();
+    if (level == 1) release_fallback(tx);
     return;
   }
   htm_wbuf_truncate(tx, me, mark);
@@ -216,7 +262,7 @@ static void store_undo_logged(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t
 }
 
 /* Misaligned accesses go byte by byte (each byte may lie in another line). */
-static uint64_t htm_load(tm_tx *tx, uintptr_t addr, unsigned size) {
+uint64_t htm_emul_load(tm_tx *tx, uintptr_t addr, unsigned size) {
   bool aligned = (addr & (size - 1)) == 0;
   if (tx->mode == HTM_MODE_FALLBACK) {
     if (aligned) return tm_plain_load(addr, size);
@@ -231,7 +277,7 @@ static uint64_t htm_load(tm_tx *tx, uintptr_t addr, unsigned size) {
   return v;
 }
 
-static void htm_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value) {
+void htm_emul_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value) {
   bool aligned = (addr & (size - 1)) == 0;
   if (tx->mode == HTM_MODE_FALLBACK) {
     if (aligned) {
@@ -253,31 +299,36 @@ static void htm_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value) 
 /* Hardware cannot turn a running attempt irrevocable: it aborts (explicitly, code 0xff, as
  * lock elision aborts when it finds the lock taken) and the front-end restarts it on the
  * fallback. */
-static bool htm_become_irrevocable(tm_tx *tx) {
+bool htm_emul_become_irrevocable(tm_tx *tx) {
   htm_thread *me = htm_me(tx);
   if (me) pend_status(me, TM_XABORT_EXPLICIT | 0xffu << 24);
   return false;
 }
 
-static void htm_print_config(FILE *out) {
+void htm_emul_print_geometry(FILE *out) {
   fprintf(out,
           ", \"htm_line\": %u, \"htm_l1_sets\": %u, \"htm_l1_ways\": %u, \"htm_read_sets\": %u, "
-          "\"htm_read_ways\": %u, \"htm_retries\": %u",
+          "\"htm_read_ways\": %u",
           1u << htm_cfg.line_shift, htm_cfg.l1_sets, htm_cfg.l1_ways, htm_cfg.read_sets,
-          htm_cfg.read_ways, htm_cfg.retries);
+          htm_cfg.read_ways);
+}
+
+static void htm_print_config(FILE *out) {
+  htm_emul_print_geometry(out);
+  fprintf(out, ", \"htm_retries\": %u", htm_cfg.retries);
 }
 
 const tm_backend htm_emul_backend = {
     .name = "htm-emul",
     .init = htm_init,
-    .thread_init = htm_thread_init,
-    .begin_first = htm_begin_first,
-    .begin_again = htm_begin_again,
-    .commit = htm_commit,
-    .rollback = htm_rollback,
-    .load = htm_load,
-    .store = htm_store,
-    .become_irrevocable = htm_become_irrevocable,
+    .thread_init = htm_emul_thread_init,
+    .begin_first = htm_emul_begin_first,
+    .begin_again = htm_emul_begin_again,
+    .commit = htm_emul_commit,
+    .rollback = htm_emul_rollback,
+    .load = htm_emul_load,
+    .store = htm_emul_store,
+    .become_irrevocable = htm_emul_become_irrevocable,
     .plain_store = htm_plain_store,
     .print_config = htm_print_config,
 };

@@ -71,4 +71,6 @@ void htm_fallback_acquire(void) {
       tm_pause_or_yield(i);
 }
 
+bool htm_fallback_held(void) { return __atomic_load_n(&fallback.held, __ATOMIC_ACQUIRE) != 0; }
+
 void htm_fallback_release(void) { __atomic_store_n(&fallback.held, 0, __ATOMIC_RELEASE); }

@@ -7,6 +7,7 @@
  *   htm_emul_fallback.c the fallback lock every hardware attempt subscribes to
  *   htm_emul_capacity.c the lines an attempt tracks and the cache geometry that bounds them
  *   htm_emul_wbuf.c     the write buffer: a redo log of words with a word index
+ *   tle.c               lock elision: the same attempts under elision's fallback policy
  *
  * Every hardware-style attempt has a slot (its descriptor's id - 1) and a status word that
  * other threads read and change (dooming). Slots at or beyond HTM_SLOTS have no status:
@@ -30,14 +31,18 @@ enum { HTM_MODE_HW = TM_MODE_HEAVY + 1, HTM_MODE_FALLBACK = TM_MODE_HEAVY + 2 };
  *                         doomed: a requester that needs its line waits until it is released
  *   * -> IDLE             the owner, after it released every line of the attempt */
 enum { HTM_IDLE = 0, HTM_ACTIVE = 1, HTM_DOOMED = 2, HTM_COMMITTING = 3 };
-enum { HTM_DOOM_CONFLICT = 1, HTM_DOOM_UNFRIENDLY = 2 };
+enum { HTM_DOOM_CONFLICT = 1, HTM_DOOM_UNFRIENDLY = 2, HTM_DOOM_LOCK_BUSY = 3 };
 #define HTM_STATE(status) ((status)&0xffu)
 #define HTM_DOOM_CAUSE(status) ((unsigned)((status) >> 8))
 
+/* The geometry, and the fallback policy: htm-emul's options, or lock elision's (tle.c). */
 typedef struct htm_config {
   unsigned line_shift; /* log2 of htm_line */
   unsigned l1_sets, l1_ways, read_sets, read_ways;
-  unsigned retries;
+  unsigned retries; /* conflict (and lock-busy) aborts of a block before the fallback */
+  unsigned skip;    /* after a capacity or unfriendly abort, the next `skip` blocks (of any
+                       thread) take the lock without trying to elide it */
+  bool wait;        /* an attempt that finds the lock held waits (else it aborts, 0xff) */
   size_t max_lines; /* lines an attempt may track: both bounds together, plus one */
 } htm_config;
 extern htm_config htm_cfg;
@@ -117,6 +122,7 @@ void htm_fallback_subscribe(htm_thread *me);
 void htm_fallback_unsubscribe(htm_thread *me);
 void htm_fallback_acquire(void);
 void htm_fallback_release(void);
+bool htm_fallback_held(void);
 
 /* ---- Capacity (htm_emul_capacity.c) ---- */
 void htm_capacity_thread_init(htm_thread *t);
@@ -137,5 +143,17 @@ void htm_wbuf_put(tm_tx *tx, htm_thread *me, uintptr_t word, uint64_t mask, uint
 void htm_wbuf_truncate(tm_tx *tx, htm_thread *me, size_t mark);
 /* Writes the buffered bytes to memory, oldest entry first. */
 void htm_wbuf_write_back(const tm_tx *tx);
+
+/* ---- The backend's operations (htm_emul.c), shared with lock elision (tle.c) ---- */
+void htm_emul_init_geometry(void);
+void htm_emul_thread_init(tm_tx *tx);
+void htm_emul_begin_first(tm_tx *tx, int flags);
+void htm_emul_begin_again(tm_tx *tx, int flags);
+void htm_emul_commit(tm_tx *tx);
+void htm_emul_rollback(tm_tx *tx, unsigned level);
+uint64_t htm_emul_load(tm_tx *tx, uintptr_t addr, unsigned size);
+void htm_emul_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value);
+bool htm_emul_become_irrevocable(tm_tx *tx);
+void htm_emul_print_geometry(FILE *out);
 
 #endif

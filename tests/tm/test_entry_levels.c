@@ -22,7 +22,7 @@ static struct {
 } mem;
 
 static int lock_backend, flat;
-/* The cause of the abort another thread's commit forces: a failed validation, or (htm-emul)
+/* The cause of the abort another thread's commit forces: a failed validation, or (htm)
  * the conflict of that commit's store with this block's read. */
 static tm_abort_cause commit_conflict;
 static int requests, served, stopping;
@@ -207,7 +207,7 @@ int main(void) {
   fprintf(stderr, "entry_levels: portable entry\n");
 #endif
   lock_backend = tm_test_is_glock();
-  commit_conflict = tm_test_is_htm_emul() ? TM_ABORT_CONFLICT : TM_ABORT_VALIDATE_COMMIT;
+  commit_conflict = tm_test_is_htm() ? TM_ABORT_CONFLICT : TM_ABORT_VALIDATE_COMMIT;
   flat = tm_test_option_is("nesting", "flat");
   pthread_t other;
   if (pthread_create(&other, NULL, other_thread, NULL) != 0) {

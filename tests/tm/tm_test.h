@@ -80,6 +80,10 @@ static inline int tm_test_option_is(const char *name, const char *value) {
 }
 static inline int tm_test_is_glock(void) { return tm_test_option_is("tm", "glock"); }
 static inline int tm_test_is_htm_emul(void) { return tm_test_option_is("tm", "htm-emul"); }
+/* The emulated hardware TM, alone or under lock elision (tle). */
+static inline int tm_test_is_htm(void) {
+  return tm_test_is_htm_emul() || tm_test_option_is("tm", "tle");
+}
 /* The word-based STM: the designs, contention managers, snapshots, read-only attempts and
  * abort causes that scenarios written for it force exist only there. */
 static inline int tm_test_is_stm(void) { return tm_test_option_is("tm", "stm"); }
