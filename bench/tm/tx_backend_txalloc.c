@@ -120,6 +120,7 @@ void tx_backend_json_stats(bench_json *j) {
   /* Share of the classified conflict aborts that were false; null without conflicts. */
   bench_json_double(j, "false_conflict_share", ratio(s.false_conflicts, conflicts));
   bench_json_uint(j, "max_consecutive_aborts", s.max_consecutive_aborts);
+  bench_json_uint(j, "lock_held_ns", s.lock_held_ns);
   bench_json_array(j, "retry_histogram");
   for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++)
     bench_json_uint(j, NULL, s.retry_histogram[k]);

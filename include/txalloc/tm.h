@@ -1,6 +1,7 @@
 /* txalloc's transactional-memory API: one front-end for every backend (word-based STM,
- * global lock, later emulated HTM). Workloads are written once against this header; the
- * backend and its parameters are options (include/txalloc/options.h), chosen at run time.
+ * global lock, emulated best-effort HTM, lock elision over it). Workloads are written once
+ * against this header; the backend and its parameters are options
+ * (include/txalloc/options.h), chosen at run time.
  *
  *   TM_ATOMIC {
  *     long v = tm_load(&account[a]);
@@ -148,6 +149,9 @@ TXALLOC_API void tm_become_irrevocable(void);
 TXALLOC_API void tm_request_validation(void);
 TXALLOC_API bool tm_in_transaction(void);
 TXALLOC_API unsigned tm_depth(void); /* 0 outside, 1 top level, 2 first child ... */
+/* The running attempt is irrevocable (asked for, or a backend's fallback): it runs alone
+ * among transactions and will not abort by itself. False outside a transaction. */
+TXALLOC_API bool tm_is_irrevocable(void);
 
 /* ---- Transactional loads and stores. Sub-word accesses touch only their bytes. ---- */
 TXALLOC_API uint8_t tm_load_u8(const volatile uint8_t *addr);
@@ -303,9 +307,24 @@ typedef enum tm_abort_cause {
   TM_ABORT_EXPLICIT,        /* tm_restart or tm_abort */
   TM_ABORT_IRREVOCABLE,     /* rolled back to run irrevocably (fallback or request) */
   TM_ABORT_READ_ONLY,       /* a read-only attempt (no read set) met a newer version, or stored */
+  TM_ABORT_CONFLICT,        /* htm-emul: another access to a line this attempt holds doomed it */
+  TM_ABORT_CAPACITY,        /* htm-emul: the read or write set overflowed the modelled caches */
+  TM_ABORT_UNFRIENDLY,      /* htm-emul: an operation a hardware TM cannot run (a system call) */
   TM_ABORT_CAUSE_COUNT
 } tm_abort_cause;
 TXALLOC_API const char *tm_abort_cause_name(tm_abort_cause cause); /* "read_locked", ... */
+
+/* The status of the calling thread's last abort in RTM's terms (the EAX bits of XBEGIN's
+ * abort path), set by the backends that model a hardware TM (htm-emul); 0 under the others
+ * and for an abort with no bit to report (an unfriendly operation, as RTM reports a system
+ * call). TM_XABORT_CODE extracts the code of an explicit abort. */
+#define TM_XABORT_EXPLICIT (1u << 0) /* tm_restart/tm_abort, or the fallback's request */
+#define TM_XABORT_RETRY (1u << 1)    /* the attempt may succeed on a retry (conflicts) */
+#define TM_XABORT_CONFLICT (1u << 2) /* another thread or a plain store touched a held line */
+#define TM_XABORT_CAPACITY (1u << 3) /* the read or write set overflowed */
+#define TM_XABORT_NESTED (1u << 5)   /* the abort happened inside a nested block */
+#define TM_XABORT_CODE(status) (((status) >> 24) & 0xffu)
+TXALLOC_API unsigned tm_last_abort_status(void);
 
 #define TM_RETRY_HISTOGRAM_BUCKETS 16
 typedef struct tm_stats {
@@ -320,6 +339,9 @@ typedef struct tm_stats {
   uint64_t false_conflicts;
   uint64_t unknown_conflicts;
   uint64_t max_consecutive_aborts;
+  /* Nanoseconds attempts spent on a fallback lock, from taking it to releasing it (htm-emul
+   * and tle; 0 under the others). */
+  uint64_t lock_held_ns;
   /* retry_histogram[k]: transactions that committed after k aborts (last bucket: k >= 15). */
   uint64_t retry_histogram[TM_RETRY_HISTOGRAM_BUCKETS];
 } tm_stats;

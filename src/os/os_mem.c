@@ -8,6 +8,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+static txa_os_observer_fn observer;
+
+void txa_os_set_observer(txa_os_observer_fn fn) {
+  __atomic_store_n(&observer, fn, __ATOMIC_RELEASE);
+}
+
+/* Before each system call: one load and a predictable branch when nobody observes. */
+static inline void observe(const char *call) {
+  txa_os_observer_fn fn = __atomic_load_n(&observer, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(fn != NULL, 0)) fn(call);
+}
+
 size_t txa_os_page_size(void) {
   unsigned long p = getauxval(AT_PAGESZ);
   return p ? (size_t)p : TXA_OS_PAGE;
@@ -21,6 +33,7 @@ static void *map_aligned(size_t size, size_t align, int prot, int flags) {
     return NULL;
   }
   size_t len = size + (align > TXA_OS_PAGE ? align : 0);
+  observe("mmap");
   void *raw = mmap(NULL, len, prot, flags | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) {
     errno = ENOMEM;
@@ -43,6 +56,7 @@ void *txa_os_map(size_t size, size_t align) {
 }
 
 int txa_os_commit(void *addr, size_t size) {
+  observe("mprotect");
   if (mprotect(addr, size, PROT_READ | PROT_WRITE) != 0) {
     errno = ENOMEM;
     return -1;
@@ -51,18 +65,21 @@ int txa_os_commit(void *addr, size_t size) {
 }
 
 void txa_os_decommit(void *addr, size_t size) {
+  observe("madvise");
   int saved = errno;
   madvise(addr, size, MADV_DONTNEED);
   errno = saved;
 }
 
 void txa_os_unmap(void *addr, size_t size) {
+  observe("munmap");
   int saved = errno;
   munmap(addr, size);
   errno = saved;
 }
 
 bool txa_os_grow_in_place(void *addr, size_t old_size, size_t new_size) {
+  observe("mremap");
   int saved = errno;
   void *r = mremap(addr, old_size, new_size, 0);
   errno = saved;

@@ -27,6 +27,16 @@ void txa_os_decommit(void *addr, size_t size);
 void txa_os_unmap(void *addr, size_t size);
 /* Tries to grow the mapping [addr, addr+old_size) to new_size without moving it. */
 bool txa_os_grow_in_place(void *addr, size_t old_size, size_t new_size);
+/* The system-call observer: when set, it is called on the calling thread before each
+ * memory system call this file makes (mmap, munmap, mprotect, madvise, mremap), with the
+ * call's name. The layer above that must know of such calls (the emulated hardware TM,
+ * which cannot run them inside a transaction) installs it; the allocator stays unaware.
+ * The observer must not allocate or call back into this file; it returns normally (it may
+ * record what it saw, never unwind), so the caller's state is never left half-changed.
+ * NULL removes it. One observer per process. */
+typedef void (*txa_os_observer_fn)(const char *call);
+void txa_os_set_observer(txa_os_observer_fn observer);
+
 /* The kernel's page size. */
 size_t txa_os_page_size(void);
 

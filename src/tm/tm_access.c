@@ -1,7 +1,8 @@
 /* The public transactional loads and stores, the front-end's side: every access that the
  * STM's inline paths (stm_access.c) do not take. Outside a transaction an access is a
  * plain atomic load or store of the object's own size (memcpy when misaligned); inside
- * one it goes to the running backend's load or store operation. */
+ * one it goes to the running backend's load or store operation. A backend that isolates
+ * transactions from the API's plain stores makes them itself (its plain_store). */
 #include <string.h>
 
 #include "tm/tm_backend.h"
@@ -17,6 +18,13 @@ uint64_t tm_load_slow_(tm_tx *tx, uintptr_t a, unsigned size) {
 void tm_store_slow_(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
   if (tx && tx->mode != TM_MODE_NONE) {
     tm_be.store(tx, a, size, v);
+    return;
+  }
+  /* tm_be is set by the runtime's initialisation: a thread with a descriptor comes after
+   * it; one without makes sure of it (pthread_once's fast path). */
+  if (TM_UNLIKELY(!tx)) tm_runtime_init();
+  if (TM_UNLIKELY(tm_be.plain_store != NULL)) {
+    tm_be.plain_store(a, size, v);
     return;
   }
   if ((a & (size - 1)) == 0)

@@ -33,6 +33,11 @@
  *     retry (the STM's cm=wait waits there for the lock it lost on).
  *   - request_validation (optional): make every running transaction check its reads before
  *     it next reads or commits (tm_request_validation, after the allocator reused memory).
+ *   - plain_store (optional): makes a store that comes through the API outside a
+ *     transaction (tm_store_* with no transaction running on the thread), in place of the
+ *     front-end's plain store, for a backend that isolates transactions from such stores
+ *     (htm-emul dooms the transactions that hold the line, then stores). The STM and glock
+ *     leave it NULL: one predictable branch on a path that is already slow.
  *   - print_config (optional): append the backend's own configuration to the front-end's
  *     JSON object, as `, "key": value` pairs.
  *   - init: once, at the runtime's initialisation; thread_init: once for each new
@@ -60,6 +65,7 @@ typedef struct tm_backend {
   bool (*become_irrevocable)(tm_tx *tx);
   void (*after_abort)(tm_tx *tx);
   void (*request_validation)(void);
+  void (*plain_store)(uintptr_t addr, unsigned size, uint64_t value);
   void (*print_config)(FILE *out);
 } tm_backend;
 

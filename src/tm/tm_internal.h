@@ -189,6 +189,8 @@ typedef struct tm_tx {
   /* ---- the owner's again ---- */
   _Alignas(
       TM_CACHE_LINE) tm_level top_level; /* levels[1], in the descriptor: no load to reach it */
+  unsigned abort_status; /* tm_last_abort_status: the last abort's RTM-style bits (set by a
+                            backend that models a hardware TM, in its rollback) */
 } tm_tx;
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));

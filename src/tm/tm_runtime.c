@@ -515,9 +515,19 @@ void tm_request_validation(void) {
   if (tm_be.request_validation) tm_be.request_validation();
 }
 
+unsigned tm_last_abort_status(void) {
+  tm_tx *tx = tm_self;
+  return tx ? tx->abort_status : 0;
+}
+
 bool tm_in_transaction(void) {
   tm_tx *tx = tm_self;
   return tx && tx->depth > 0;
+}
+
+bool tm_is_irrevocable(void) {
+  tm_tx *tx = tm_self;
+  return tx && tx->depth > 0 && tx->irrevocable;
 }
 
 unsigned tm_depth(void) {

@@ -19,6 +19,9 @@ static const char *const cause_names[TM_ABORT_CAUSE_COUNT] = {
     [TM_ABORT_EXPLICIT] = "explicit",
     [TM_ABORT_IRREVOCABLE] = "irrevocable",
     [TM_ABORT_READ_ONLY] = "read_only",
+    [TM_ABORT_CONFLICT] = "conflict",
+    [TM_ABORT_CAPACITY] = "capacity",
+    [TM_ABORT_UNFRIENDLY] = "unfriendly",
 };
 
 const char *tm_abort_cause_name(tm_abort_cause cause) {
@@ -39,6 +42,7 @@ static void merge(tm_stats *into, const tm_stats *from) {
   into->true_conflicts += LD(true_conflicts);
   into->false_conflicts += LD(false_conflicts);
   into->unknown_conflicts += LD(unknown_conflicts);
+  into->lock_held_ns += LD(lock_held_ns);
   uint64_t m = LD(max_consecutive_aborts);
   if (m > into->max_consecutive_aborts) into->max_consecutive_aborts = m;
   for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++)
@@ -97,11 +101,12 @@ void tm_stats_print_json(FILE *out, const tm_stats *s) {
   fprintf(out,
           "}, \"true_conflicts\": %" PRIu64 ", \"false_conflicts\": %" PRIu64
           ", \"unknown_conflicts\": %" PRIu64 ", \"false_conflict_share\": %.6f"
-          ", \"abort_rate\": %.6f, \"max_consecutive_aborts\": %" PRIu64 ", \"retry_histogram\": [",
+          ", \"abort_rate\": %.6f, \"max_consecutive_aborts\": %" PRIu64
+          ", \"lock_held_ns\": %" PRIu64 ", \"retry_histogram\": [",
           s->true_conflicts, s->false_conflicts, s->unknown_conflicts,
           conflicts ? (double)s->false_conflicts / (double)conflicts : 0.0,
           s->commits + s->aborts ? (double)s->aborts / (double)(s->commits + s->aborts) : 0.0,
-          s->max_consecutive_aborts);
+          s->max_consecutive_aborts, s->lock_held_ns);
   for (int k = 0; k < TM_RETRY_HISTOGRAM_BUCKETS; k++)
     fprintf(out, "%s%" PRIu64, k ? ", " : "", s->retry_histogram[k]);
   fprintf(out, "]}");

@@ -117,7 +117,7 @@ static void b_read_x_once(void) {
 }
 
 static void test_lock_conflicts(void) {
-  if (tm_test_is_glock()) return;
+  if (!tm_test_is_stm()) return;
   if (!tm_test_is_etl()) {
     b_done = 0;
     tm_stats s = run_pair("ctl_no_encounter_lock", a_store_x_until_b_done, b_read_x_once);
@@ -209,7 +209,7 @@ static uint64_t validation_aborts(const tm_stats *s) {
 }
 
 static void test_validation(void) {
-  if (tm_test_is_glock()) return;
+  if (!tm_test_is_stm()) return;
   tm_stats s = run_pair("validate_commit", a_commit_x_y_after_b_read, b_read_x_store_z);
   CHECK(mem.z == 11 && b_r1 == 10);
   CHECK(s.commits == 2);
@@ -280,7 +280,7 @@ static void b_read_only_retry_extends(void) {
 }
 
 static void test_read_only(void) {
-  if (tm_test_is_glock()) return;
+  if (!tm_test_is_stm()) return;
   tm_stats s = run_pair("read_only", a_commit_x_y_after_b_read, b_read_only_x_then_y);
   CHECK(b_r1 == 10 && b_r2 == 10); /* never a mixed snapshot */
   CHECK(b_ro_attempts == 2);

@@ -114,7 +114,7 @@ static void new_thread(int index, void *arg) {
 int main(void) {
   tm_test_watchdog(120);
   tm_test_print_config("clock_seen");
-  if (tm_test_is_glock() || tm_test_option_is("cm", "kill"))
+  if (!tm_test_is_stm() || tm_test_option_is("cm", "kill"))
     from_seen = 0;
   else
     from_seen = tm_test_is_etl() ? 1 : 2;

@@ -113,7 +113,7 @@ int main(void) {
   tm_test_watchdog(120);
   tm_thread_init();
   tm_test_print_config("conflicts");
-  if (tm_test_is_glock()) return check_exit();
+  if (!tm_test_is_stm()) return check_exit();
   shift = atoi(tm_test_option("shift"));
   int ort_log2 = atoi(tm_test_option("ort_log2"));
   CHECK(shift >= 3 && ort_log2 > 0);

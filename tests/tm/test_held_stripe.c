@@ -181,7 +181,7 @@ int main(void) {
   tm_test_watchdog(120);
   TM_ATOMIC {} /* starts the runtime and this thread's descriptor */
   tm_test_print_config("held_stripe");
-  stm = !tm_test_is_glock();
+  stm = tm_test_is_stm();
   etl = stm && strncmp(tm_test_option("design"), "etl", 3) == 0;
   flat = tm_test_option_is("nesting", "flat");
   attr = stm && stm_cfg.attribution;

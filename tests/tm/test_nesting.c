@@ -248,7 +248,7 @@ int main(void) {
   test_three_levels(flat);
   test_child_restart(flat);
   test_stats(flat);
-  if (!tm_test_is_glock()) {
+  if (tm_test_is_stm()) {
     test_child_conflict(flat, 0);
     test_child_conflict(flat, 1);
   }

@@ -255,7 +255,7 @@ int main(void) {
   tm_test_watchdog(120);
   TM_ATOMIC {} /* starts the runtime and this thread's descriptor */
   tm_test_print_config("store_fast");
-  stm = !tm_test_is_glock();
+  stm = tm_test_is_stm();
   flat = tm_test_option_is("nesting", "flat");
   attr = stm && stm_cfg.attribution;
 

@@ -79,9 +79,17 @@ static inline int tm_test_option_is(const char *name, const char *value) {
   return strcmp(tm_test_option(name), value) == 0;
 }
 static inline int tm_test_is_glock(void) { return tm_test_option_is("tm", "glock"); }
+static inline int tm_test_is_htm_emul(void) { return tm_test_option_is("tm", "htm-emul"); }
+/* The emulated hardware TM, alone or under lock elision (tle). */
+static inline int tm_test_is_htm(void) {
+  return tm_test_is_htm_emul() || tm_test_option_is("tm", "tle");
+}
+/* The word-based STM: the designs, contention managers, snapshots, read-only attempts and
+ * abort causes that scenarios written for it force exist only there. */
+static inline int tm_test_is_stm(void) { return tm_test_option_is("tm", "stm"); }
 /* Encounter-time locking: a store takes the stripe's lock at once. */
 static inline int tm_test_is_etl(void) {
-  return !tm_test_is_glock() && strncmp(tm_test_option("design"), "etl", 3) == 0;
+  return tm_test_is_stm() && strncmp(tm_test_option("design"), "etl", 3) == 0;
 }
 static inline void tm_test_print_config(const char *test) {
   fprintf(stderr, "%s: tm=%s design=%s cm=%s shift=%s ort_log2=%s hash=%s nesting=%s\n", test,
