@@ -1,8 +1,7 @@
 /* The glock backend: one global lock serialises every transaction (the baseline, and later
- * the recorder for the conflict analysis). Stores write memory in place and log the old
- * value (write-set entries used as an undo log: addr = byte address, mask = size), so
- * tm_restart, tm_abort and closed nesting work as with the STM. No conflicts exist: the
- * only aborts are explicit. */
+ * the recorder for the conflict analysis). Accesses are in place, stores logged for undo
+ * (tm_in_place.c), so tm_restart, tm_abort and closed nesting work as with the STM. No conflicts
+ * exist: the only aborts are explicit. */
 #include "tm/tm_backend.h"
 
 /* Every attempt runs in this mode: heavy, so every commit reaches glock_commit. */
@@ -34,40 +33,9 @@ static void glock_commit(tm_tx *tx) {
   release();
 }
 
-static void store_logged(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value) {
-  if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) tm_fatal("a transaction wrote more than 2^20 times");
-  tm_wentry *e = &tx->wset[tx->wn++];
-  e->addr = addr;
-  e->mask = size;
-  e->value = tm_plain_load(addr, size);
-  tm_plain_store(addr, size, value);
-}
-
 static void glock_rollback(tm_tx *tx, unsigned level) {
-  size_t mark = level == 1 ? 0 : tx->levels[level]->wset_mark;
-  for (size_t i = tx->wn; i-- > mark;) {
-    tm_wentry *e = &tx->wset[i];
-    tm_plain_store(e->addr, (unsigned)e->mask, e->value);
-  }
-  tx->wn = mark;
+  tm_in_place_undo(tx, level == 1 ? 0 : tx->levels[level]->wset_mark);
   if (level == 1) release();
-}
-
-/* Accesses of any alignment: an aligned one in one piece, else byte by byte. */
-static uint64_t glock_load(tm_tx *tx, uintptr_t addr, unsigned size) {
-  (void)tx;
-  if ((addr & (size - 1)) == 0) return tm_plain_load(addr, size);
-  uint64_t v = 0;
-  for (unsigned i = 0; i < size; i++) v |= tm_plain_load(addr + i, 1) << (8 * i);
-  return v;
-}
-
-static void glock_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value) {
-  if ((addr & (size - 1)) == 0) {
-    store_logged(tx, addr, size, value);
-    return;
-  }
-  for (unsigned i = 0; i < size; i++) store_logged(tx, addr + i, 1, (value >> (8 * i)) & 0xff);
 }
 
 /* The attempt holds the lock and never aborts by itself: it is irrevocable as it is. */
@@ -82,7 +50,7 @@ const tm_backend glock_backend = {
     .begin_again = glock_begin,
     .commit = glock_commit,
     .rollback = glock_rollback,
-    .load = glock_load,
-    .store = glock_store,
+    .load = tm_in_place_load,
+    .store = tm_in_place_store,
     .become_irrevocable = glock_become_irrevocable,
 };

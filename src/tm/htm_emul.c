@@ -209,11 +209,7 @@ void htm_emul_rollback(tm_tx *tx, unsigned level) {
   if (me) me->status_pending = false;
   tx->abort_status = status | (tx->depth > 1 ? TM_XABORT_NESTED : 0);
   if (tx->mode == HTM_MODE_FALLBACK) {
-    for (size_t i = tx->wn; i-- > mark;) {
-      tm_wentry *e = &tx->wset[i];
-      tm_plain_store(e->addr, (unsigned)e->mask, e->value);
-    }
-    tx->wn = mark;
+    tm_in_place_undo(tx, mark);
     if (level == 1) release_fallback(tx);
     return;
   }
@@ -252,24 +248,10 @@ static void store_aligned(tm_tx *tx, htm_thread *me, uintptr_t addr, unsigned si
                (value & size_mask(size)) << shift);
 }
 
-static void store_undo_logged(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value) {
-  if (TM_UNLIKELY(tx->wn >= TM_WSET_MAX)) tm_fatal("a transaction wrote more than 2^20 times");
-  tm_wentry *e = &tx->wset[tx->wn++];
-  e->addr = addr;
-  e->mask = size;
-  e->value = tm_plain_load(addr, size);
-  tm_plain_store(addr, size, value);
-}
-
 /* Misaligned accesses go byte by byte (each byte may lie in another line). */
 uint64_t htm_emul_load(tm_tx *tx, uintptr_t addr, unsigned size) {
   bool aligned = (addr & (size - 1)) == 0;
-  if (tx->mode == HTM_MODE_FALLBACK) {
-    if (aligned) return tm_plain_load(addr, size);
-    uint64_t v = 0;
-    for (unsigned i = 0; i < size; i++) v |= tm_plain_load(addr + i, 1) << (8 * i);
-    return v;
-  }
+  if (tx->mode == HTM_MODE_FALLBACK) return tm_in_place_load(tx, addr, size);
   htm_thread *me = htm_me(tx);
   if (aligned) return load_aligned(tx, me, addr, size);
   uint64_t v = 0;
@@ -280,12 +262,7 @@ uint64_t htm_emul_load(tm_tx *tx, uintptr_t addr, unsigned size) {
 void htm_emul_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value) {
   bool aligned = (addr & (size - 1)) == 0;
   if (tx->mode == HTM_MODE_FALLBACK) {
-    if (aligned) {
-      store_undo_logged(tx, addr, size, value);
-      return;
-    }
-    for (unsigned i = 0; i < size; i++)
-      store_undo_logged(tx, addr + i, 1, (value >> (8 * i)) & 0xff);
+    tm_in_place_store(tx, addr, size, value);
     return;
   }
   htm_thread *me = htm_me(tx);

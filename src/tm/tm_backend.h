@@ -77,6 +77,13 @@ typedef struct tm_backend {
 extern const tm_backend *const tm_backends[];
 extern const unsigned tm_backend_count;
 
+/* In-place accesses with an undo log in the write set, for attempts that run alone
+ * (tm_in_place.c): any size and alignment; the undo restores entries [mark, wn), newest
+ * first, and sets wn = mark. */
+uint64_t tm_in_place_load(tm_tx *tx, uintptr_t addr, unsigned size);
+void tm_in_place_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value);
+void tm_in_place_undo(tm_tx *tx, size_t mark);
+
 /* The running backend's operations (a copy, set once by the runtime's initialisation). */
 extern tm_backend tm_be;
 
