@@ -107,6 +107,38 @@ static inline void *txa_direct_take(size_t size) {
   return p;
 }
 
+/* ---- Stripe spacing (stripe_class.c) ----
+ * Requests that a layer above wants spaced (txmem: objects of transactions) are served
+ * from a second class table, txa_spaced_class_by_16: for stripe S, a class whose objects
+ * start and end on S-byte boundaries, so that no two objects share a stripe. Without a
+ * stripe it equals the plain table, so the spaced take costs what txa_direct_take costs. */
+extern uint8_t txa_spaced_class_by_16[TXA_SMALL_MAX / 16 + 1];
+
+/* Spaces later spaced requests for stripes of `stripe` bytes (a power of two; 0: none),
+ * or for the allocator's own option stripe when that is larger. False, changing nothing,
+ * when the small classes cannot space that stripe (see txa_spacing_max). Initialises the
+ * allocator. Any thread, any time: a request sees the old or the new class. */
+bool txa_set_spacing(size_t stripe);
+size_t txa_spacing(void);      /* stripe of the spaced requests now (bytes, 0: none) */
+size_t txa_alloc_stripe(void); /* option stripe in force (0: none) */
+size_t txa_spacing_max(void);  /* the largest stripe txa_set_spacing accepts */
+
+/* txalloc_malloc and txalloc_calloc (of `size` bytes) for a spaced request: the paths to
+ * take when txa_direct_take_spaced declines (no heap yet, refill, larger requests). */
+void *txa_spaced_malloc(size_t size);
+void *txa_spaced_calloc(size_t size);
+
+/* txa_direct_take for a spaced request. */
+static inline void *txa_direct_take_spaced(size_t size) {
+  txa_heap *h = txa_tls_heap;
+  if (TXA_UNLIKELY(h == NULL || size > TXA_DIRECT_SMALL_MAX)) return NULL;
+  unsigned c = __atomic_load_n(&txa_spaced_class_by_16[(size + 15) >> 4], __ATOMIC_RELAXED);
+  void *p = txa_block_take(h->bins[c].current);
+  if (TXA_UNLIKELY(p == NULL)) return NULL;
+  txa_bump_counter(&h->cls[c].allocs, 1);
+  return p;
+}
+
 /* Give back: the owner-side free fast path for an object the caller KNOWS is live and
  * small (it took it with txa_direct_take or txalloc_malloc and has not freed it since).
  * That knowledge replaces the region-map lookup, the object-start validation and the

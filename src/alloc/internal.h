@@ -11,6 +11,14 @@
 /* Fills the class table (the one function a placement policy replaces). */
 void txa_classes_init(void);
 
+/* ---- Stripe-spaced class tables (stripe_class.c) ---- */
+/* Applies option stripe to txa_class_by_16 and starts txa_spaced_class_by_16 from it. */
+void txa_stripe_init(void);
+/* Fills `table` (shaped as txa_class_by_16) with, per request, the smallest small class
+ * whose size and alignment are multiples of `stripe` (a power of two; <= 16: the plain
+ * classes). False, leaving the table unchanged, when some request has no such class. */
+bool txa_stripe_table_build(uint8_t *table, size_t stripe);
+
 /* ---- Region map (region.c) ---- */
 /* Marks the granules of [start, start+size) as `kind`. False when a leaf could not be
  * mapped (out of memory); marking as TXA_KIND_NONE never fails. */
@@ -52,6 +60,9 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero);
  * walked only when the private list is not empty, to find its tail); returns the number
  * of objects moved. */
 uint32_t txa_block_repatriate(txa_block *b);
+/* Whether object p of block b (owned by the caller) was never handed out since the block's
+ * initialisation: it lies in a bump area not yet reached (secure mode's check). */
+bool txa_block_never_used(const txa_block *b, const void *p);
 
 /* 0 none; (pid << 2) | 1 running; (pid << 2) | 2 ready but fork handlers being registered
  * (only the initialising thread proceeds); TXA_INIT_DONE (init.c). */
