@@ -164,7 +164,7 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
         return false;
       }
     }
-    if (TXA_UNLIKELY(txa_g.secure) && (char *)p >= b->bump && b->bump != b->bump_end) {
+    if (TXA_UNLIKELY(txa_g.secure) && txa_block_never_used(b, p)) {
       txa_error(TXALLOC_ERROR_INVALID_FREE, p,
                 "%s(%p): invalid pointer: the object was never allocated", op, p);
       return false;

@@ -13,6 +13,27 @@
  * block, which bounds the time of one malloc. A block that becomes empty by a local free
  * (and is not the current block) is returned to the block store.
  *
+ * Colour (no ORT aliasing between threads): a word-based STM maps address a to lock
+ * (a >> shift) mod 2^n, which repeats every P = 2^(shift + n) bytes (32 MiB by default, up
+ * to 2^36 for 2^24 locks of 4 KiB). Blocks are 16 KiB aligned, so for P >= 16 KiB two
+ * blocks whose addresses are congruent modulo P (always, for P = 16 KiB; every P apart
+ * otherwise, and a long-running heap spans many P) map object i of one onto the locks of
+ * object i of the other. Bumping both from their first object would make two threads that
+ * allocate at the same pace take the same locks in lockstep (glibc's 64 MiB-aligned
+ * arenas do exactly that, Baldassin et al. §5.2). So each heap has a colour c in [0, 1)
+ * and bumps a block it initialises from object floor(c * capacity), wrapping round to
+ * object 0 after the last one. The colours are the van der Corput sequence over heap
+ * acquisitions (0, 1/2, 1/4, 3/4, 1/8, ...): the heaps of two threads that start one
+ * after the other are half a block apart, and any two of the first 2^k are at least
+ * 2^-k of a block apart. Then the k-th objects two threads take from any two of their
+ * blocks (congruent or not) lie D apart modulo P, with D an odd multiple of the colour
+ * distance times the block span, give or take one object: at 1/2 apart, D is about 8 KiB
+ * modulo every P >= 16 KiB, more than a 4 KiB stripe plus an object, so they never share
+ * a lock (tests/alloc/test_ort_colour.c checks every geometry with P >= 16 KiB). Below 16
+ * KiB an ORT is smaller than a block and aliasing within it cannot be avoided; medium
+ * spans (1 MiB) get the same argument for P >= 1 MiB. A single-threaded program keeps
+ * colour 0: the classic layout.
+ *
  * Lifecycle: the heap is created on a thread's first call, registered with a pthread key
  * whose destructor abandons it at thread exit: empty blocks go to the store, part-used
  * ones to the abandoned stacks (owner NULL), where remote frees keep landing on their
@@ -41,6 +62,15 @@ static uint64_t mix64(uint64_t x) {
   return x;
 }
 
+/* The van der Corput sequence: i with its 32 bits reversed, as a fraction of 2^32. */
+static uint32_t colour_of(uint32_t i) {
+  i = ((i >> 1) & 0x55555555u) | ((i & 0x55555555u) << 1);
+  i = ((i >> 2) & 0x33333333u) | ((i & 0x33333333u) << 2);
+  i = ((i >> 4) & 0x0f0f0f0fu) | ((i & 0x0f0f0f0fu) << 4);
+  i = ((i >> 8) & 0x00ff00ffu) | ((i & 0x00ff00ffu) << 8);
+  return (i >> 16) | (i << 16);
+}
+
 void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   const txa_class_info *ci = &txa_classes[c];
   /* A fresh key for every block lifetime (process-wide counter), so that links left in a
@@ -49,7 +79,6 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   uint64_t n = atomic_fetch_add_explicit(&key_counter, 1, memory_order_relaxed);
   uintptr_t key = mix64(txa_g.secret ^ mix64((uintptr_t)b + n * UINT64_C(0x9e3779b97f4a7c15))) |
                   (UINT64_C(1) << 63); /* encoded NULL is never an address */
-  (void)h;
   b->span_kind = ci->span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
   b->key_shared = key;
   b->inverse = ci->inverse;
@@ -58,8 +87,11 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   b->class_shared = (uint16_t)c;
   b->capacity = ci->capacity;
   b->free = NULL;
-  b->bump = (char *)b + ci->first_offset;
-  b->bump_end = b->bump + (size_t)ci->capacity * ci->size;
+  /* The heap's colour: bump [start, end) first, then [first object, start). */
+  uint32_t start = (uint32_t)(((uint64_t)ci->capacity * h->colour) >> 32);
+  b->wrap_objects = start;
+  b->bump = (char *)b + ci->first_offset + (size_t)start * ci->size;
+  b->bump_end = (char *)b + ci->first_offset + (size_t)ci->capacity * ci->size;
   b->key = key;
   b->next = b->prev = NULL;
   b->used = 0;
@@ -69,6 +101,28 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   TXALLOC_ASSERT(b->capacity > 0 && b->bump_end <= (char *)b + txa_span_size(b->span_kind));
   atomic_store_explicit(&b->public_free, 0, memory_order_relaxed);
   atomic_store_explicit(&b->owner, h, memory_order_relaxed);
+}
+
+/* The block's second bump area, when the first is used up: the objects its colour
+ * skipped. */
+static bool block_wrap(txa_block *b) {
+  if (b->bump != b->bump_end || b->wrap_objects == 0) return false;
+  b->bump = (char *)b + b->first_offset;
+  b->bump_end = b->bump + (size_t)b->wrap_objects * b->obj_size;
+  b->wrap_objects = 0;
+  return true;
+}
+
+/* txa_block_take_from for the slow paths, which also open the second bump area. */
+static void *block_take_slow(txa_block *b) {
+  void *p = txa_block_take_from(b, false);
+  if (!p && block_wrap(b)) p = txa_block_take_from(b, false);
+  return p;
+}
+
+bool txa_block_never_used(const txa_block *b, const void *p) {
+  const char *o = p, *first = (const char *)b + b->first_offset;
+  return (o >= b->bump && o < b->bump_end) || o < first + (size_t)b->wrap_objects * b->obj_size;
 }
 
 uint32_t txa_block_repatriate(txa_block *b) {
@@ -182,7 +236,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
   void *p;
   if (cur != &txa_empty_block) {
     if (txa_block_repatriate(cur)) TXA_COUNT(h, public_repatriations, 1);
-    if ((p = txa_block_take_from(cur, false)) != NULL) return p;
+    if ((p = block_take_slow(cur)) != NULL) return p;
     if (!bn->grow) {
       txa_block *x = cur->next, *last = cur;
       for (uint32_t i = 0; i < txa_g.bin_search && x != cur; i++) {
@@ -195,7 +249,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
         bn->cap_seen += x->capacity;
         if (avail) {
           bn->current = x;
-          return txa_block_take_from(x, false);
+          return block_take_slow(x);
         }
         last = x;
         x = x->next;
@@ -212,7 +266,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
     return NULL;
   }
   bn->current = b;
-  p = txa_block_take_from(b, false);
+  p = block_take_slow(b);
   if (!p) { /* an adopted block that is still full: try once more with a fresh one */
     b = acquire_block(h, c);
     if (!b) {
@@ -220,7 +274,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
       return NULL;
     }
     bn->current = b;
-    p = txa_block_take_from(b, false);
+    p = block_take_slow(b);
   }
   return p;
 }
@@ -256,6 +310,8 @@ txa_heap *txa_heap_get_slow(void) {
     txa_lock_release(&txa_heap_lock);
   }
   heap_reset(h);
+  static _Atomic(uint32_t) acquisitions;
+  h->colour = colour_of(atomic_fetch_add_explicit(&acquisitions, 1, memory_order_relaxed));
   h->pool_next = NULL;
   __atomic_store_n(&h->in_use, true, __ATOMIC_RELAXED);
   /* Publish before pthread_setspecific, which may call malloc (glibc allocates the

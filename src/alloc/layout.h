@@ -125,7 +125,8 @@ struct txa_block {
   uint32_t obj_size; /* copy of the class size */
   uint16_t class_id; /* size class */
   uint8_t zero_bump; /* the bump area reads as zero (fresh or decommitted memory) */
-  uint8_t pad0[5];
+  uint8_t pad0[1];
+  uint32_t wrap_objects; /* objects before the first bump area, bumped after it (heap.c) */
   /* line 1: written when the block changes hands; read by every thread that frees */
   _Alignas(TXA_CACHE_LINE) _Atomic(txa_heap *) owner; /* NULL: in the store or abandoned */
   uintptr_t key_shared; /* link encoding key, random per block lifetime */
@@ -199,6 +200,7 @@ struct txa_heap {
   uint64_t counters[TXA_COUNTERS];
   txa_heap *all_next;  /* registry of every heap ever made (never unlinked) */
   txa_heap *pool_next; /* free heaps, ready for a new thread */
+  uint32_t colour;     /* where its blocks start bumping, in 2^-32 of a block (heap.c) */
   bool in_use;
 };
 
