@@ -71,6 +71,23 @@
  * libtxalloc.so is the process's malloc (privatization then uses txmem_free or
  * txalloc_free). The strategy never changes while the process runs.
  *
+ * ---- Conflict geometry (stripe-aware placement) ----
+ *   txmem_set_conflict_geometry(shift, entries)  the runtime detects conflicts per stripe
+ *                       of 2^shift bytes (an STM's ORT stripe, an HTM's cache line),
+ *                       mapped onto `entries` records ((addr >> shift) mod entries for a
+ *                       TinySTM-style ORT; 0 when the units do not wrap round, as cache
+ *                       lines); shift 0: no such unit (a global lock). Call it once, at
+ *                       the runtime's initialisation, before its first transaction; later
+ *                       calls apply to later allocations. Under strategy txalloc (and
+ *                       option txmem_placement=1) every object txmem allocates, inside a
+ *                       transaction or not, then starts on a stripe boundary and is rounded
+ *                       up to whole stripes, so no two objects share a stripe and a
+ *                       transaction on one never conflicts falsely with one on another.
+ *                       Stripes above the allocator's limit (txmem_placement_stripe stays
+ *                       0; 1 KiB with the present classes) are not spaced. The wrap
+ *                       strategies leave placement to the process's malloc (its own option
+ *                       TXALLOC_STRIPE when that malloc is libtxalloc.so).
+ *
  * Not async-signal-safe. Hooks and calls must not be made from inside the allocator. */
 #ifndef TXALLOC_TXMEM_H
 #define TXALLOC_TXMEM_H
@@ -109,6 +126,13 @@ TXALLOC_API void txmem_flush(void);
  * should make those transactions validate and abort if doomed. NULL (default): just wait. */
 typedef void (*txmem_stale_hook)(uint64_t epoch, void *arg);
 TXALLOC_API void txmem_set_stale_hook(txmem_stale_hook hook, void *arg);
+
+/* ---- Conflict geometry (see above) ---- */
+TXALLOC_API void txmem_set_conflict_geometry(unsigned stripe_shift, uint64_t entries);
+/* The geometry last reported (0, 0 when none). */
+TXALLOC_API void txmem_get_conflict_geometry(unsigned *stripe_shift, uint64_t *entries);
+/* Bytes by which txmem's allocations are spaced now (0: not spaced). */
+TXALLOC_API size_t txmem_placement_stripe(void);
 
 /* ---- Configuration actually in force ---- */
 typedef enum txmem_strategy {

@@ -25,7 +25,7 @@ static inline void *plain_malloc(size_t size) {
   if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC)) {
     void *p = txmem_direct_take(size);
     if (TXMEM_LIKELY(p != NULL)) return p;
-    return txalloc_malloc(size);
+    return txa_spaced_malloc(size);
   }
   return malloc(size);
 }
@@ -342,7 +342,7 @@ void *txmem_calloc(size_t count, size_t size) {
   }
   txmem_thread *t = &txmem_tls;
   if (TXMEM_LIKELY(t->depth == 0)) {
-    if (txmem_config_get()->strategy == TXMEM_TXALLOC) return txalloc_calloc(count, size);
+    if (txmem_config_get()->strategy == TXMEM_TXALLOC) return txa_spaced_calloc(bytes);
     return calloc(count, size);
   }
   void *p = tx_malloc(t, bytes);

@@ -49,7 +49,7 @@ void txmem_cache_flush(txmem_thread *t) {
 
 void *txmem_backend_malloc(txmem_thread *t, size_t size) {
   switch (txmem_cfg.strategy) {
-  case TXMEM_TXALLOC: return txalloc_malloc(size);
+  case TXMEM_TXALLOC: return txa_spaced_malloc(size);
   case TXMEM_WRAP_CACHE: {
     int k = cache_class_for_request(size);
     if (k >= 0 && t->cache && t->cache_count[k]) {

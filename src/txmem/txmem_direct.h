@@ -1,7 +1,8 @@
 /* The txalloc strategy's shortcuts into the allocator, through the narrow interface the
  * allocator offers (alloc/alloc_direct.h; this layer sees nothing else of src/alloc):
  *
- *   txmem_direct_take      the allocator's malloc fast path inline (txa_direct_take).
+ *   txmem_direct_take      the allocator's malloc fast path inline, spaced by the TM's
+ *                          stripe (txa_direct_take_spaced; txmem_placement.c).
  *   txmem_direct_give_back the owner-side free fast path (txa_direct_give_back) for an
  *                          object txmem KNOWS is live and small: the newest entry of the
  *                          current level's undo log, i.e. allocated by this thread in this
@@ -26,7 +27,7 @@
 
 #define TXMEM_DIRECT_SMALL_MAX TXA_DIRECT_SMALL_MAX
 
-static inline void *txmem_direct_take(size_t size) { return txa_direct_take(size); }
+static inline void *txmem_direct_take(size_t size) { return txa_direct_take_spaced(size); }
 
 /* pre: p is a live object of a request of size <= TXMEM_DIRECT_SMALL_MAX bytes that this
  * thread allocated with the txalloc strategy (see above). */

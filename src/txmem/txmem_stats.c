@@ -42,9 +42,10 @@ void txmem_stats_print_json(int fd) {
   char buf[2048];
   size_t n = 0;
   n += (size_t)snprintf(
-      buf + n, sizeof buf - n, "{\"strategy\": \"%s\", \"safe_reuse\": %s, \"membarrier\": %s",
+      buf + n, sizeof buf - n,
+      "{\"strategy\": \"%s\", \"safe_reuse\": %s, \"membarrier\": %s, \"placement_stripe\": %zu",
       txmem_strategy_name(txmem_get_strategy()), txmem_safe_reuse() ? "true" : "false",
-      txmem_membarrier_in_force() ? "true" : "false");
+      txmem_membarrier_in_force() ? "true" : "false", txmem_placement_stripe());
 #define TXMEM_STATS_JSON_(name, doc)                                                               \
   if (n < sizeof buf)                                                                              \
     n += (size_t)snprintf(buf + n, sizeof buf - n, ", \"" #name "\": %llu",                        \
