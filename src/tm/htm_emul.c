@@ -290,6 +290,12 @@ void htm_emul_print_geometry(FILE *out) {
           htm_cfg.read_ways);
 }
 
+/* Conflicts are per line, tracked exactly: the lines do not wrap round onto records. */
+void htm_emul_conflict_geometry(unsigned *shift, uint64_t *entries) {
+  *shift = htm_cfg.line_shift;
+  *entries = 0;
+}
+
 static void htm_print_config(FILE *out) {
   htm_emul_print_geometry(out);
   fprintf(out, ", \"htm_retries\": %u", htm_cfg.retries);
@@ -308,4 +314,5 @@ const tm_backend htm_emul_backend = {
     .become_irrevocable = htm_emul_become_irrevocable,
     .plain_store = htm_plain_store,
     .print_config = htm_print_config,
+    .conflict_geometry = htm_emul_conflict_geometry,
 };

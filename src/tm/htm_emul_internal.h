@@ -155,5 +155,6 @@ uint64_t htm_emul_load(tm_tx *tx, uintptr_t addr, unsigned size);
 void htm_emul_store(tm_tx *tx, uintptr_t addr, unsigned size, uint64_t value);
 bool htm_emul_become_irrevocable(tm_tx *tx);
 void htm_emul_print_geometry(FILE *out);
+void htm_emul_conflict_geometry(unsigned *shift, uint64_t *entries);
 
 #endif

@@ -63,6 +63,11 @@ static void stm_request_validation(void) {
     __atomic_store_n(&t->end, 0, __ATOMIC_RELAXED);
 }
 
+static void stm_conflict_geometry(unsigned *shift, uint64_t *entries) {
+  *shift = stm_cfg.shift;
+  *entries = (uint64_t)1 << stm_cfg.ort_log2;
+}
+
 static void stm_print_config(FILE *out) {
   char b[2][64];
   fprintf(out,
@@ -90,4 +95,5 @@ const tm_backend stm_backend = {
     .after_abort = stm_wait_after_abort,
     .request_validation = stm_request_validation,
     .print_config = stm_print_config,
+    .conflict_geometry = stm_conflict_geometry,
 };

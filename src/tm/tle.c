@@ -42,4 +42,5 @@ const tm_backend tle_backend = {
     .become_irrevocable = htm_emul_become_irrevocable,
     .plain_store = htm_plain_store,
     .print_config = tle_print_config,
+    .conflict_geometry = htm_emul_conflict_geometry,
 };

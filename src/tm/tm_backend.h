@@ -38,6 +38,11 @@
  *     front-end's plain store, for a backend that isolates transactions from such stores
  *     (htm-emul dooms the transactions that hold the line, then stores). The STM and glock
  *     leave it NULL: one predictable branch on a path that is already slow.
+ *   - conflict_geometry (optional): the unit over which the backend detects conflicts:
+ *     *shift = log2 of its bytes (the STM's stripe, htm-emul's line), *entries = the
+ *     records the units map onto (the ORT's size; 0 when they do not wrap round). Called
+ *     once, after init; the front-end passes it to txmem_set_conflict_geometry
+ *     (stripe-aware placement). NULL: no such unit (glock serialises everything).
  *   - print_config (optional): append the backend's own configuration to the front-end's
  *     JSON object, as `, "key": value` pairs.
  *   - init: once, at the runtime's initialisation; thread_init: once for each new
@@ -67,6 +72,7 @@ typedef struct tm_backend {
   void (*request_validation)(void);
   void (*plain_store)(uintptr_t addr, unsigned size, uint64_t value);
   void (*print_config)(FILE *out);
+  void (*conflict_geometry)(unsigned *shift, uint64_t *entries);
 } tm_backend;
 
 /* The registry (tm_backends.c): one table per line of tm_backends.def, in TXALLOC_TM's

@@ -99,6 +99,11 @@ static void runtime_init_once(void) {
       !tm_be.store || !tm_be.become_irrevocable)
     tm_fatal("the backend lacks a required operation (tm_backend.h)");
   if (tm_be.init) tm_be.init();
+  /* Before the first transaction allocates: txmem spaces objects by the conflict unit. */
+  unsigned shift = 0;
+  uint64_t entries = 0;
+  if (tm_be.conflict_geometry) tm_be.conflict_geometry(&shift, &entries);
+  txmem_set_conflict_geometry(shift, entries);
   if (pthread_key_create(&thread_key, thread_key_destructor) != 0)
     tm_fatal("pthread_key_create failed");
   if (pthread_atfork(atfork_prepare, atfork_release, atfork_release) != 0)
