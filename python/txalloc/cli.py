@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import allocators as alloc_mod
-from . import metadata, placement, report, runner
+from . import metadata, placement, report, report_placement, runner
 from .errors import UserError
 from .paths import default_build_dir, repo_root
 from .spec import SpecError, bundled_specs, load_registries, load_spec, parse_spec
@@ -168,6 +168,8 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     try:
         runner.execute(plan, study_dir)
+        if not args.no_placement:
+            report_placement.run_all(plan, study_dir, build_dir)
     except KeyboardInterrupt:
         print(f"\ntxalloc: interrupted; resume with: txalloc study --resume {study_dir}", file=sys.stderr)
         report.render(study_dir)
@@ -320,6 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="apt-get install missing peer allocators when root (else print how)",
     )
     s.add_argument("--dry-run", action="store_true", help="print the plan and the command lines; run nothing")
+    s.add_argument(
+        "--no-placement",
+        action="store_true",
+        help="skip the short placement run per TM workload and allocator (report section Placement)",
+    )
     s.set_defaults(func=cmd_study)
 
     r = sub.add_parser("report", help="re-render the report of a study directory")
