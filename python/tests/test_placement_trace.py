@@ -72,3 +72,25 @@ def test_unknown_allocator(tmp_path, capsys):
     assert cli.main(["placement", "--build-dir", str(BUILD), "--allocator", "nosuch", "--", str(TARGET)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown allocator 'nosuch'" in err
+
+
+STRESS = BUILD / "tests" / "placement_stress"
+
+
+@pytest.mark.skipif(not STRESS.is_file(), reason=f"{STRESS} not built")
+def test_every_event_of_racing_threads_and_none_of_a_forked_child(tmp_path):
+    # tests/placement/placement_stress.c: 3 waves x 4 threads, each 5000 objects of 24 B
+    # all freed (half of them by another thread) and 10 of 777 B kept; a forked child
+    # allocates 100 more of 777 B, which must not appear
+    done, trace = placement.run_traced([str(STRESS)], dict(os.environ), TRACER, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == [trace.name]  # the child wrote none
+    events = placement.read_trace(trace)
+    assert events["seq"].tolist() == list(range(len(events)))  # none lost, none twice
+    stress = events[events["size"] == 24]
+    kept = events[events["size"] == 777]
+    assert len(stress) == 3 * 4 * 5000 and len(kept) == 3 * 4 * 10
+    assert len(set(stress["tid"].tolist())) >= 4
+    end = placement.analyse(events, placement.Geometry(), "exit")
+    live = {c["class"]: c["objects"] for c in end["l1"]["classes"]}
+    assert live.get("17-32", 0) == 0 and live["513-1024"] == 120
