@@ -3,7 +3,8 @@
  * the shim serves malloc, that every object stays valid and usable through free, realloc,
  * calloc and the aligned calls, and that consecutive objects of one size are spaced by
  * glibc's chunk size plus a pad that varies (units > 0) or never does (units = 0) and
- * never exceeds units x 16 bytes. */
+ * never exceeds units x 16 bytes. Run again with the same seed, it pads the same way; with
+ * another seed, differently. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -101,7 +103,47 @@ static void check_aligned(void) {
   free(p);
 }
 
-int main(void) {
+/* --pads: prints the pads of the first objects (glibc's usable size is the size asked for,
+ * here SIZE plus the pad). */
+static int print_pads(void) {
+  char line[64 * 8] = "";
+  for (int i = 0; i < 64; i++) {
+    void *p = malloc(SIZE);
+    char one[16];
+    snprintf(one, sizeof one, "%zu ", malloc_usable_size(p) - SIZE);
+    strcat(line, one);
+  }
+  puts(line);
+  return 0;
+}
+
+/* The output of this program with --pads under seed `seed`. */
+static void pads_of_run(const char *self, const char *seed, char *out, size_t cap) {
+  char command[4200];
+  snprintf(command, sizeof command, "RAND_PLACEMENT_SEED=%s '%s' --pads", seed, self);
+  FILE *f = popen(command, "r");
+  CHECK(f != NULL);
+  size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+  out[n] = '\0';
+  if (f) CHECK(pclose(f) == 0);
+}
+
+static void check_seed(void) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(n > 0);
+  self[n > 0 ? n : 0] = '\0';
+  static char first[4096], again[4096], other[4096];
+  pads_of_run(self, "7", first, sizeof first);
+  pads_of_run(self, "7", again, sizeof again);
+  pads_of_run(self, "8", other, sizeof other);
+  CHECKF(strlen(first) > 64 && strcmp(first, again) == 0, "seed 7 gave '%s', then '%s'", first,
+         again);
+  CHECKF(strcmp(first, other) != 0, "seeds 7 and 8 both gave '%s'", first);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--pads") == 0) return print_pads();
   const char *units_text = getenv("RAND_PLACEMENT_UNITS");
   CHECKF(units_text != NULL, "run under ctest, which sets RAND_PLACEMENT_UNITS");
   unsigned units = units_text ? (unsigned)atoi(units_text) : 4;
@@ -110,5 +152,6 @@ int main(void) {
   check_realloc();
   check_calloc();
   check_aligned();
+  if (units > 0) check_seed();
   return check_exit();
 }
