@@ -1,17 +1,18 @@
-"""The `txalloc` command: `study`, `report`, `peers`, `specs`."""
+"""The `txalloc` command: `study`, `report`, `peers`, `specs`, `placement`."""
 
 from __future__ import annotations
 
 import argparse
 import copy
 import json
+import os
 import shlex
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from . import allocators as alloc_mod
-from . import metadata, report, runner
+from . import metadata, placement, report, report_placement, runner
 from .errors import UserError
 from .paths import default_build_dir, repo_root
 from .spec import SpecError, bundled_specs, load_registries, load_spec, parse_spec
@@ -167,6 +168,8 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     try:
         runner.execute(plan, study_dir)
+        if not args.no_placement:
+            report_placement.run_all(plan, study_dir, build_dir)
     except KeyboardInterrupt:
         print(f"\ntxalloc: interrupted; resume with: txalloc study --resume {study_dir}", file=sys.stderr)
         report.render(study_dir)
@@ -208,6 +211,95 @@ def cmd_specs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _int_option(name: str, text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise UserError(f"placement: {name} takes an integer, got '{text}'") from None
+
+
+def cmd_placement(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    g = placement.Geometry(
+        sets=_int_option("--sets", args.sets),
+        line=_int_option("--line", args.line),
+        shift=_int_option("--shift", args.shift),
+        ort_log2=_int_option("--ort-log2", args.ort_log2),
+        small_max=_int_option("--small", args.small),
+    ).check()
+    if args.trace and command:
+        raise UserError("placement: give either --trace FILE or -- PROGRAM ARGS, not both")
+    if args.trace:
+        if args.allocator:
+            raise UserError("placement: --allocator applies to a program run, not to --trace")
+        result = placement.analyse(placement.read_trace(Path(args.trace)), g, args.at)
+        result["trace"] = args.trace
+    elif command:
+        build_dir = _existing_build_dir(Path(args.build_dir).resolve() if args.build_dir else default_build_dir())
+        _, defs = load_registries()
+        name = args.allocator or "glibc"
+        if name not in defs:
+            raise UserError(f"placement: unknown allocator '{name}' (known: {', '.join(sorted(defs))})")
+        found = alloc_mod.locate(defs[name], build_dir)
+        if not found.available:
+            raise UserError(f"placement: allocator {name}: {found.missing_reason}")
+        result, done = placement.analyse_command(command, found.environment(dict(os.environ)), build_dir, g, args.at)
+        result["command"] = command
+        result["allocator"] = name
+        if done.returncode != 0:
+            print(f"txalloc: placement: {command[0]} exited with status {done.returncode}", file=sys.stderr)
+    else:
+        raise UserError("placement: nothing to analyse: give -- PROGRAM ARGS, or --trace FILE")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if args.png:
+        placement.write_heat_map(result, Path(args.png), " ".join(command) if command else args.trace)
+    print(placement.summary_text(result), end="")
+    return 0
+
+
+def _one_line_error(prefix: str):
+    """argparse's error(), printing one line and exiting 2 like every other user error."""
+
+    def error(message: str):
+        print(f"txalloc: error: {prefix}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    return error
+
+
+def _add_placement_parser(sub) -> None:
+    pl = sub.add_parser(
+        "placement",
+        help="where an allocator puts a program's objects: L1 sets, ORT stripes (docs/placement.md)",
+        description="Runs PROGRAM under the placement tracer over an allocator and reports, for the objects "
+        "live at a chosen point, the histogram of base addresses over L1 sets per size class, the share "
+        "of small objects sharing an ORT stripe (same-thread, cross-thread) and the ORT entries hit by "
+        "more than one thread. Usage: txalloc placement [options] -- PROGRAM ARGS",
+    )
+    pl.error = _one_line_error("placement")
+    pl.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS", help="the program to run")
+    pl.add_argument(
+        "--allocator", metavar="NAME", help="allocator from allocators.toml to run it over (default: glibc)"
+    )
+    pl.add_argument("--build-dir", metavar="DIR", help="where libtxalloc-placement.so is (default: build/)")
+    pl.add_argument("--trace", metavar="FILE", help="analyse this trace file instead of running a program")
+    pl.add_argument(
+        "--at",
+        default="peak",
+        metavar="POINT",
+        help="the live objects at: peak (most objects live; default), exit, or a sequence number",
+    )
+    pl.add_argument("--sets", default="64", metavar="N", help="L1 sets (default 64)")
+    pl.add_argument("--line", default="64", metavar="BYTES", help="L1 line size, a power of two (default 64)")
+    pl.add_argument("--shift", default="5", metavar="N", help="stripe = 2^N bytes (default 5)")
+    pl.add_argument("--ort-log2", default="20", metavar="N", help="ORT entries = 2^N (default 20)")
+    pl.add_argument("--small", default="64", metavar="BYTES", help="small objects: up to this size (default 64)")
+    pl.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    pl.add_argument("--png", metavar="FILE", help="write a heat map: objects per L1 set and size class")
+    pl.set_defaults(func=cmd_placement)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="txalloc", description="txalloc study harness (see docs/study.md)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -230,6 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="apt-get install missing peer allocators when root (else print how)",
     )
     s.add_argument("--dry-run", action="store_true", help="print the plan and the command lines; run nothing")
+    s.add_argument(
+        "--no-placement",
+        action="store_true",
+        help="skip the short placement run per TM workload and allocator (report section Placement)",
+    )
     s.set_defaults(func=cmd_study)
 
     r = sub.add_parser("report", help="re-render the report of a study directory")
@@ -243,6 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("specs", help="list the bundled specs")
     sp.set_defaults(func=cmd_specs)
+
+    _add_placement_parser(sub)
     return p
 
 
@@ -253,7 +352,12 @@ def _error(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        if getattr(args, "func", None) is cmd_placement:
+            return _error(f"placement: unrecognized arguments: {' '.join(unknown)} (options go before --)")
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "repetitions", None) is not None and args.repetitions < 1:
         return _error("--repetitions must be >= 1")
     try:

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import plots
+from . import plots, report_placement
 from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
 from .errors import UserError
 from .runner import RESULTS_FILE, STUDY_FILE, load_records
@@ -404,6 +404,7 @@ def render(study_dir: Path) -> Path:
             ct = cause_table(rows, group_cols)
             if ct:
                 out.append("\n### Aborts by cause (mean per run)\n\n" + ct)
+    out.append(report_placement.section(study_dir))
     bw = best_worst_table(an.rows)
     if bw:
         out.append(
