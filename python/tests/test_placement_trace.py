@@ -65,7 +65,7 @@ def test_trace_per_process_and_each_thread_recorded(tmp_path):
 
 def test_missing_tracer_is_a_user_error(tmp_path, capsys):
     assert cli.main(["placement", "--build-dir", str(tmp_path), "--", str(TARGET)]) == 2
-    assert "libtxalloc-placement.so not built" in capsys.readouterr().err
+    assert "libplacement-trace.so not built" in capsys.readouterr().err
 
 
 def test_unknown_allocator(tmp_path, capsys):

@@ -282,7 +282,7 @@ def _add_placement_parser(sub) -> None:
     pl.add_argument(
         "--allocator", metavar="NAME", help="allocator from allocators.toml to run it over (default: glibc)"
     )
-    pl.add_argument("--build-dir", metavar="DIR", help="where libtxalloc-placement.so is (default: build/)")
+    pl.add_argument("--build-dir", metavar="DIR", help="where libplacement-trace.so is (default: build/)")
     pl.add_argument("--trace", metavar="FILE", help="analyse this trace file instead of running a program")
     pl.add_argument(
         "--at",

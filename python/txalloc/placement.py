@@ -1,5 +1,5 @@
 """The placement analyser (`txalloc placement`, docs/placement.md): runs a program under
-the placement tracer (build/libtxalloc-placement.so) over any allocator, reads the trace of
+the placement tracer (build/libplacement-trace.so) over any allocator, reads the trace of
 its allocations and frees, rebuilds the set of live objects at a chosen point and reports
 where the allocator put them:
 
@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import UserError
 
-TRACER = "libtxalloc-placement.so"
+TRACER = "libplacement-trace.so"
 TRACE_VARIABLE = "PLACEMENT_TRACE"  # path prefix; the tracer writes PREFIX.<pid>
 MAGIC = b"TXPLACE1"
 VERSION = 1

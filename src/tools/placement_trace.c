@@ -1,9 +1,9 @@
-/* txalloc_placement.c: libtxalloc-placement.so, the placement tracer behind
+/* placement_trace.c: libplacement-trace.so, the placement tracer behind
  * `txalloc placement`. It forwards every request to the allocator below (dlsym RTLD_NEXT:
  * the next preloaded allocator, or glibc) and records what came back: address, size asked
  * for, thread and a sequence number (trace_format.h). Put it first in LD_PRELOAD, so that
  * it sees what the program asked for:
- *   LD_PRELOAD=build/libtxalloc-placement.so:build/libtxalloc.so PLACEMENT_TRACE=/tmp/t prog
+ *   LD_PRELOAD=build/libplacement-trace.so:build/libtxalloc.so PLACEMENT_TRACE=/tmp/t prog
  * valloc and pvalloc are not traced (the allocator below serves them unseen; their frees
  * are recorded and ignored by the analyser as frees of unknown objects). */
 #include <errno.h>
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap.h"
-#include "next_allocator.h"
-#include "trace_recorder.h"
+#include "tools/bootstrap.h"
+#include "tools/next_allocator.h"
+#include "tools/trace_recorder.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

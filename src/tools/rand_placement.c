@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap.h"
-#include "env_number.h"
-#include "next_allocator.h"
+#include "tools/bootstrap.h"
+#include "tools/env_number.h"
+#include "tools/next_allocator.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define UNIT 16

@@ -1,5 +1,5 @@
 /* next_allocator.c: resolves the allocator below once, on the first request. */
-#include "next_allocator.h"
+#include "tools/next_allocator.h"
 
 #include <dlfcn.h>
 #include <stdbool.h>

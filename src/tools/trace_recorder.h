@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace_format.h"
+#include "tools/trace_format.h"
 
 /* A sequence number for the next event (see the invariant in trace_format.h). */
 uint64_t trace_next_seq(void);

@@ -10,7 +10,7 @@
  * writes them). A process that calls exec starts afresh and writes PLACEMENT_TRACE.<pid>
  * of its own; when the pid is the same (exec without fork), the new image's trace
  * replaces the old one. */
-#include "trace_recorder.h"
+#include "tools/trace_recorder.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -2,7 +2,7 @@
  * and malloc_usable_size work on it; free leaves it in place. Only the thread that resolves
  * the symbols allocates here, before any other thread can exist, so a plain bump pointer
  * suffices; the compare-and-swap only keeps a racing second resolver safe. */
-#include "bootstrap.h"
+#include "tools/bootstrap.h"
 
 #include <stdalign.h>
 #include <stdint.h>

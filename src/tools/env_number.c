@@ -1,5 +1,5 @@
 /* env_number.c: parses by hand and warns with write(2): stdio may allocate. */
-#include "env_number.h"
+#include "tools/env_number.h"
 
 #include <stdlib.h>
 #include <string.h>
