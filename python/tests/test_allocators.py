@@ -27,3 +27,15 @@ def test_build_allocator_and_preload_environment(tmp_path: Path):
     assert env["X"] == "1" and env["PATH"] == "/bin"
     glibc = allocators.locate(AllocatorDef("glibc", None, None), tmp_path)
     assert glibc.available and "LD_PRELOAD" not in glibc.environment({"PATH": "/bin"})
+
+
+def test_library_list_preloads_each_in_order(tmp_path: Path):
+    d = AllocatorDef("txalloc+RAND", "@build/librand-placement.so:@build/libtxalloc.so", None)
+    (tmp_path / "libtxalloc.so").write_bytes(b"")
+    missing = allocators.locate(d, tmp_path)
+    assert not missing.available and "librand-placement.so not built" in missing.missing_reason
+    (tmp_path / "librand-placement.so").write_bytes(b"")
+    found = allocators.locate(d, tmp_path)
+    assert found.available
+    env = found.environment({})
+    assert env["LD_PRELOAD"] == f"{tmp_path / 'librand-placement.so'}:{tmp_path / 'libtxalloc.so'}"

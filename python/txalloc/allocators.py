@@ -92,20 +92,28 @@ def package_version(package: str | None) -> str | None:
     return r.stdout.strip() or None if r.returncode == 0 else None
 
 
-def locate(definition: AllocatorDef, build_dir: Path) -> FoundAllocator:
-    lib = definition.library
-    if lib is None:
-        return FoundAllocator(definition, None, True, package_version=package_version(definition.package))
+def _locate_one(lib: str, build_dir: Path) -> tuple[str | None, str]:
+    """(path, "") or (None, why it is missing) for one library of an allocator entry."""
     if lib.startswith("@build/"):
         path = build_dir / lib[len("@build/") :]
-        if path.is_file():
-            return FoundAllocator(definition, str(path), True)
-        return FoundAllocator(definition, None, False, f"{path} not built (run `make`)")
+        return (str(path), "") if path.is_file() else (None, f"{path} not built (run `make`)")
     path = find_library(lib)
-    if path:
-        return FoundAllocator(definition, path, True, package_version=package_version(definition.package))
-    hint = f" (Debian package {definition.package})" if definition.package else ""
-    return FoundAllocator(definition, None, False, f"{lib} not found{hint}")
+    return (path, "") if path else (None, f"{lib} not found")
+
+
+def locate(definition: AllocatorDef, build_dir: Path) -> FoundAllocator:
+    """Resolves the entry's library, or its ':'-separated list of libraries preloaded in that
+    order (a shim in front of an allocator)."""
+    if definition.library is None:
+        return FoundAllocator(definition, None, True, package_version=package_version(definition.package))
+    paths = []
+    for lib in definition.library.split(":"):
+        path, why = _locate_one(lib, build_dir)
+        if path is None:
+            hint = f" (Debian package {definition.package})" if definition.package and not lib.startswith("@") else ""
+            return FoundAllocator(definition, None, False, why + hint)
+        paths.append(path)
+    return FoundAllocator(definition, ":".join(paths), True, package_version=package_version(definition.package))
 
 
 def locate_all(definitions: list[AllocatorDef], build_dir: Path) -> list[FoundAllocator]:

@@ -73,7 +73,7 @@ class WorkloadDef:
 @dataclass(frozen=True)
 class AllocatorDef:
     name: str
-    library: str | None  # None: no LD_PRELOAD (the system malloc); "@build/x.so": build dir
+    library: str | None  # None: the system malloc; "@build/x.so": build dir; "a:b": both, in order
     package: str | None  # Debian package that provides the library
     env: dict[str, str] = field(default_factory=dict)
     reported: str = ""  # the allocator.name the bench probe must print; default: name
