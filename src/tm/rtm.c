@@ -27,6 +27,7 @@
 #include "tm/htm_emul_internal.h"
 #include "tm/rtm.h"
 #include "tm/rtm_insn.h"
+#include "util/debug_assert.h"
 
 /* Modes; heavy: every commit reaches rtm_commit (xend, or the abort of an ABORTED one). */
 enum {
@@ -163,6 +164,7 @@ static void release_fallback(tm_tx *tx) {
 static void rtm_commit(tm_tx *tx) {
   switch (tx->mode) {
   case RTM_MODE_HW:
+    TXALLOC_ASSERT(rtm_test()); /* the mode is HW exactly while the transaction runs */
     rtm_end();
     tx->wn = 0;
     return;
