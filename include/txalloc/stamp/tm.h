@@ -12,10 +12,12 @@
  *   - A restart (a conflict, or TM_RESTART) goes back to TM_BEGIN as a longjmp does: the
  *     locals of the enclosing function keep what the aborted attempt left in them when they
  *     live in memory, and are indeterminate when the compiler kept them in registers (C11
- *     7.13.2.1). A local that the block assigns and that is read again after a restart
- *     (later in the block before being reassigned, or after TM_END) must therefore be one of:
+ *     7.13.2.1). That matters for a local whose value at the start of an attempt is used:
+ *     one the block reads before assigning it, or assigns on some paths only and that is
+ *     read after TM_END. (A local every attempt assigns before reading it holds the
+ *     committed attempt's value after TM_END.) Such a local must be one of:
  *       - written with TM_LOCAL_WRITE*: logged here and restored on abort, as STAMP's TL2
- *         build does (labyrinth's `success`); the logged address makes it live in memory;
+ *         build does (labyrinth's `success`); the logged address keeps it in memory;
  *       - volatile, when the aborted attempt's value is what the retry should see;
  *       - re-initialised inside the block, at its top.
  *     STAMP's vacation client keeps maxPrices/maxIds/isFound across a restart with none of
@@ -84,7 +86,6 @@
 
 #ifdef STM
 
-#include <pthread.h>
 #include <stdint.h>
 
 #include "txalloc/tm.h"
@@ -105,7 +106,7 @@
 
 #define TM_SHARED_READ(var) tm_load(&(var))
 #define TM_SHARED_READ_P(var)                                                                      \
-  ((void *)tm_load_ptr((void *const volatile *)(const volatile void *)&(var)))
+  ((void *)tm_load_inline_ptr((void *const volatile *)(const volatile void *)&(var)))
 #define TM_SHARED_READ_F(var) ((float)tm_load(&(var)))
 #define TM_SHARED_WRITE(var, val) tm_store(&(var), (__typeof__(var))(val))
 #define TM_SHARED_WRITE_P(var, val)                                                                \
