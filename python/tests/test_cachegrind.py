@@ -168,6 +168,13 @@ def test_study_counts_misses_per_unit_and_reports_them(write_spec, fake_program,
     assert fast["per_unit"] == {"Ir": 10.0, "D1mr": 3.0, "D1mw": 2.0}
     assert cachegrind.d1_misses(measured["slow"]["per_unit"]) == 10.0
 
+    report = (study_dir / "report.md").read_text()
+    assert "## L1 data misses per step (cachegrind)" in report
+    assert "| fakecg | 1 | 5.0 | 10.0 |" in report
+    assert "2 of 2 measurements ok" in report
+    assert "--cachegrind-out-file=OUT" in report  # the command behind the table, as one would type it
+    assert (study_dir / "plots" / "ratios-tm-t1.png").is_file()
+
     # resuming runs no measurement twice
     before = (study_dir / runner.CACHEGRIND_FILE).read_text()
     assert cli.main(["study", "--resume", str(study_dir)]) == 0
@@ -190,6 +197,7 @@ cachegrind = { per = "count", values = [1, 2], params = { mode = "fail" } }
     (rec,) = runner.load_cachegrind_records(study_dir)
     assert rec["status"] == "failed" and rec["error"] == "count=1: exit status 1"
     assert len(rec["runs"]) == 1 and "per_unit" not in rec
+    assert "0 of 1 measurements ok" in (study_dir / "report.md").read_text()
 
 
 def test_without_valgrind_the_study_says_so_and_runs_the_rest(
@@ -200,5 +208,7 @@ def test_without_valgrind_the_study_says_so_and_runs_the_rest(
     assert cli.main(["study", str(spec), "--out", str(tmp_path / "out"), "--build-dir", str(study_env)]) == 0
     (study_dir,) = list((tmp_path / "out").iterdir())
     assert len(runner.load_records(study_dir)) == 4 and not runner.load_cachegrind_records(study_dir)
-    (note,) = json.loads((study_dir / "study.json").read_text())["notes"]
-    assert note.startswith("valgrind not found: the cachegrind measurements of 1 rows are skipped")
+    report = (study_dir / "report.md").read_text()
+    assert "valgrind not found: the cachegrind measurements of 1 rows are skipped" in report
+    assert "## L1 data misses per step (cachegrind)\n\nNot measured" in report
+    assert json.loads((study_dir / "study.json").read_text())["notes"]
