@@ -432,7 +432,8 @@ def execute_cachegrind(plan: Plan, study_dir: Path, stream, jobs: int | None = N
     progress = Progress(len(todo), 0, stream)
     base_env = dict(os.environ)
     workers = jobs or len(os.sched_getaffinity(0))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         futures = {pool.submit(run_cachegrind, j, plan, base_env): j for j in todo}
         for future in as_completed(futures):
             job, record = futures[future], future.result()
@@ -444,6 +445,9 @@ def execute_cachegrind(plan: Plan, study_dir: Path, stream, jobs: int | None = N
                 if progress.tty:
                     stream.write("\n")
                 print(f"txalloc: measurement failed ({record['status']}): {label}: {record['error']}", file=stream)
+    finally:
+        # interrupted: the running measurements end, the queued ones never start
+        pool.shutdown(wait=True, cancel_futures=True)
     progress.finish()
     return len(todo)
 
