@@ -209,7 +209,11 @@ def _without_out_file(argv: list[str]) -> list[str]:
 
 
 def _per_unit(v: float | None) -> str:
-    return "–" if v is None else f"{v:.1f}"
+    """One decimal; a difference of two runs can be a hair below zero, shown as 0.0."""
+    if v is None:
+        return "–"
+    text = f"{v:.1f}"
+    return "0.0" if text == "-0.0" else text
 
 
 def _count(v: float | None) -> str:
