@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .analysis import Analysis, RowResult, TmFigures, geometric_means  # noqa: E402
+from .row_figures import RowFigures, row_key  # noqa: E402
 from .spec import config_label  # noqa: E402
 
 _METRIC_LABELS = {"time_s": "time (s), lower is better", "ops_per_s": "operations/s, higher is better"}
@@ -40,14 +41,17 @@ def _colors(allocators: list[str]) -> dict[str, str]:
 
 def scaling_plots(an: Analysis, out: Path) -> list[Path]:
     """Per workload: the mean of its metric against threads, one line per allocator, 95 % CI
-    bars of the mean; one
-    panel per parameter combination."""
+    bars of the mean; one panel per parameter combination. A workload run at one thread
+    count that sweeps a numeric parameter is left to sweep_plots."""
     colors = _colors(an.allocators)
     by_workload: dict[str, dict[str, list[RowResult]]] = defaultdict(lambda: defaultdict(list))
     for r in an.rows:
         by_workload[r.workload][r.label].append(r)
     paths = []
     for wname, configs in by_workload.items():
+        rows = [r for rs in configs.values() for r in rs]
+        if len({r.threads for r in rows}) == 1 and sweep_parameter(rows) is not None:
+            continue  # one point a panel: its sweep plot shows these rows
         n = len(configs)
         cols = min(3, n)
         nrows = math.ceil(n / cols)
@@ -215,8 +219,112 @@ def abort_plots(an: Analysis, out: Path) -> list[Path]:
     return paths
 
 
-def render_all(an: Analysis, out: Path) -> list[Path]:
+def sweep_parameter(rows: list[RowResult]) -> str | None:
+    """The numeric parameter the rows of one workload sweep (the one with the most values;
+    node_size in Dice et al.'s figures), or None when no number varies."""
+    counts = {}
+    for name in sorted({k for r in rows for k in r.params}):
+        values = {r.params.get(name) for r in rows}
+        if len(values) > 1 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            counts[name] = len(values)
+    return max(counts, key=lambda k: (counts[k], k)) if counts else None
+
+
+@dataclass
+class SweepSeries:
+    """One line of plots against the swept parameter: its y label and how to read it."""
+
+    ylabel: str
+    value: object  # (RowResult, RowFigures | None, allocator) -> float | None
+
+
+def _metric(r: RowResult, f: RowFigures | None, a: str) -> float | None:
+    return r.summaries[a].median if a in r.summaries else None
+
+
+def _capacity(r: RowResult, f: RowFigures | None, a: str) -> float | None:
+    h = f.htm.get(a) if f else None
+    return None if h is None or h.capacity_share is None else 100.0 * h.capacity_share
+
+
+def _elided(r: RowResult, f: RowFigures | None, a: str) -> float | None:
+    h = f.htm.get(a) if f else None
+    return None if h is None or h.elided_share is None else 100.0 * h.elided_share
+
+
+def _misses(r: RowResult, f: RowFigures | None, a: str) -> float | None:
+    return f.misses.get(a) if f else None
+
+
+def _sets_used(r: RowResult, f: RowFigures | None, a: str) -> float | None:
+    return f.placement.get(a, {}).get("l1_sets_used") if f else None
+
+
+def sweep_series(rows: list[RowResult], figures: dict[tuple, RowFigures]) -> list[SweepSeries]:
+    """The metric, then each figure that some of the rows have: capacity aborts per attempt
+    and elided share (hardware TM), L1 misses (cachegrind), L1 sets used (placement)."""
+    figs = [f for r in rows if (f := figures.get(row_key(r.workload, r.params, r.threads)))]
+    metric = rows[0].metric
+    series = [SweepSeries(_METRIC_LABELS.get(metric, metric) + "\n(median)", _metric)]
+    if any(f.htm for f in figs):
+        series.append(SweepSeries("capacity aborts,\n% of attempts", _capacity))
+        series.append(SweepSeries("elided sections,\n% of sections", _elided))
+    if any(f.misses for f in figs):
+        unit = next((f.unit for f in figs if f.unit), "unit")
+        series.append(SweepSeries(f"L1 data misses\nper {unit} (cachegrind)", _misses))
+    if any(f.placement for f in figs):
+        series.append(SweepSeries("L1 sets used\nby the nodes", _sets_used))
+    return series
+
+
+def sweep_plots(an: Analysis, figures: dict[tuple, RowFigures], out: Path) -> list[Path]:
+    """Per workload that sweeps a numeric parameter: each series against it, one line per
+    allocator (Dice et al. 2016, Figures 1 and 2); a column per combination of the other
+    parameters that vary and the thread count."""
+    colors = _colors(an.allocators)
+    by_workload: dict[str, list[RowResult]] = defaultdict(list)
+    for r in an.rows:
+        if r.summaries:
+            by_workload[r.workload].append(r)
+    paths = []
+    for wname, rows in by_workload.items():
+        x = sweep_parameter(rows)
+        if x is None:
+            continue
+        others = [k for k in _varying(rows, sorted({k for r in rows for k in r.params})) if k != x]
+        columns: dict[tuple, list[RowResult]] = defaultdict(list)
+        for r in rows:
+            columns[(tuple(r.params.get(k) for k in others), r.threads)].append(r)
+        series = sweep_series(rows, figures)
+        fig, axes = plt.subplots(
+            len(series), len(columns), figsize=(6.5 * len(columns), 2.6 * len(series) + 0.6), squeeze=False
+        )
+        for col, ((key, threads), crows) in enumerate(columns.items()):
+            crows = sorted(crows, key=lambda r: r.params[x])
+            title = config_label(wname, {k: v for k, v in zip(others, key, strict=True) if v is not None})
+            axes[0, col].set_title(f"{title}, {threads} thread{'s' if threads > 1 else ''}", fontsize=9)
+            for i, s in enumerate(series):
+                ax = axes[i, col]
+                for a in an.allocators:
+                    pts = [
+                        (r.params[x], v)
+                        for r in crows
+                        if (v := s.value(r, figures.get(row_key(r.workload, r.params, r.threads)), a)) is not None
+                    ]
+                    if pts:
+                        xs, ys = zip(*pts, strict=True)
+                        ax.plot(xs, ys, marker=".", markersize=4, linewidth=1, label=a, color=colors[a])
+                ax.set_ylabel(s.ylabel, fontsize=8)
+                ax.grid(alpha=0.3)
+                ax.set_ylim(bottom=0)
+            axes[-1, col].set_xlabel(x)
+        axes[0, 0].legend(fontsize=7, ncol=min(3, len(an.allocators)))
+        paths.append(_save(fig, out / f"sweep-{_slug(wname)}.png"))
+    return paths
+
+
+def render_all(an: Analysis, out: Path, figures: dict[tuple, RowFigures] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.png"):
         old.unlink()
-    return scaling_plots(an, out) + ratio_plots(an, out) + abort_plots(an, out)
+    return scaling_plots(an, out) + ratio_plots(an, out) + abort_plots(an, out) + sweep_plots(an, figures or {}, out)

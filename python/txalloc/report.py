@@ -13,8 +13,10 @@ from typing import Any
 from . import plots, report_placement
 from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
 from .errors import UserError
-from .runner import RESULTS_FILE, STUDY_FILE, load_records
-from .spec import parse_spec
+from .row_figures import PLACEMENT_FIELDS, RowFigures, row_key
+from .row_figures import collect as collect_row_figures
+from .runner import CACHEGRIND_FILE, RESULTS_FILE, STUDY_FILE, load_cachegrind_records, load_records
+from .spec import Spec, parse_spec
 
 # What `txalloc study` writes into every study record and what resuming and rendering read.
 STUDY_KEYS = ("spec", "spec_name", "spec_source", "mode", "allocators", "metadata")
@@ -159,6 +161,135 @@ def cause_table(rows: list[RowResult], allocs: list[str]) -> str:
                 + [_fmt(f.aborts_by_cause.get(c, 0.0)) for c in causes]
             )
     return _table(["workload", "threads", "allocator", "commits/run"] + [f"{c}/run" for c in causes], body)
+
+
+def _figures_of(figures: dict[tuple, RowFigures], r: RowResult) -> RowFigures | None:
+    return figures.get(row_key(r.workload, r.params, r.threads))
+
+
+def htm_table(rows: list[RowResult], allocs: list[str], figures: dict[tuple, RowFigures]) -> str:
+    """Rows on a hardware TM backend: per allocator, the elided share of the critical
+    sections (those that committed without the lock) and the capacity aborts per attempt."""
+    body = []
+    for r in rows:
+        f = _figures_of(figures, r)
+        if f is None or not f.htm:
+            continue
+        cells = []
+        for a in allocs:
+            h = f.htm.get(a)
+            cells.append(f"{_pct(h.elided_share)} / {_pct(h.capacity_share)}" if h else "–")
+        body.append([r.label, str(r.threads)] + cells)
+    if not body:
+        return ""
+    return _table(["workload", "threads"] + [f"{a}: elided / capacity" for a in allocs], body)
+
+
+def placement_table(rows: list[RowResult], allocs: list[str], figures: dict[tuple, RowFigures]) -> str:
+    """Where the allocator put the nodes: L1 sets used (of the workload's L1), the most
+    nodes on one set, the lines the nodes' accessed fields touch (medians over the runs)."""
+    body = []
+    for r in rows:
+        f = _figures_of(figures, r)
+        if f is None or not f.placement:
+            continue
+        cells = []
+        for a in allocs:
+            p = f.placement.get(a)
+            cells.append(" / ".join(_count(p.get(k)) for k in PLACEMENT_FIELDS) if p else "–")
+        body.append([r.label, str(r.threads)] + cells)
+    if not body:
+        return ""
+    return _table(["workload", "threads"] + allocs, body)
+
+
+def _without_out_file(argv: list[str]) -> list[str]:
+    """The command as a reader would type it: the temporary output file left unnamed."""
+    return [a.split("=", 1)[0] + "=OUT" if a.startswith("--cachegrind-out-file=") else a for a in argv]
+
+
+def _per_unit(v: float | None) -> str:
+    """One decimal; a difference of two runs can be a hair below zero, shown as 0.0."""
+    if v is None:
+        return "–"
+    text = f"{v:.1f}"
+    return "0.0" if text == "-0.0" else text
+
+
+def _count(v: float | None) -> str:
+    """A median of counts: whole when it is whole."""
+    return "–" if v is None else str(int(v)) if float(v).is_integer() else f"{v:.1f}"
+
+
+def misses_table(rows: list[RowResult], allocs: list[str], figures: dict[tuple, RowFigures]) -> str:
+    body = []
+    for r in rows:
+        f = _figures_of(figures, r)
+        if f is None or not f.misses:
+            continue
+        body.append([r.label, str(r.threads)] + [_per_unit(f.misses.get(a)) for a in allocs])
+    if not body:
+        return ""
+    return _table(["workload", "threads"] + allocs, body)
+
+
+def cachegrind_section(
+    spec: Spec, rows: list[RowResult], allocs: list[str], figures: dict[tuple, RowFigures], measured: list[dict]
+) -> str:
+    """The L1 misses per unit that cachegrind counted, how, and the command behind them;
+    or why there are none although the spec asks for them."""
+    if not measured and not any(run.cachegrind for run in spec.runs):
+        return ""
+    ok = [m for m in measured if m.get("status") == "ok"]
+    units = sorted({m.get("unit") or m["per"] for m in ok}) or sorted(
+        {run.cachegrind.unit for run in spec.runs if run.cachegrind}
+    )
+    out = [f"\n## L1 data misses per {' / '.join(units)} (cachegrind)\n\n"]
+    if not measured:
+        out.append(
+            "Not measured: the spec asks for cachegrind measurements, but none ran "
+            "(valgrind missing, or the study was interrupted before them; see the notes).\n"
+        )
+        return "".join(out)
+    example = ok[0] if ok else measured[0]
+    low, high = example["values"]
+    geometry = example.get("geometry") or {}
+    out.append(
+        f"Each row and allocator ran twice under valgrind's cachegrind, with `{example['per']}` = {low} and "
+        f"{high}; the table gives (D1 read + write misses of the second run − those of the first) / "
+        f"{high - low}, so the set-up both runs share (allocation, shuffle, checks) cancels out. "
+        f"Simulated caches: D1 {geometry.get('D1')}, I1 {geometry.get('I1')}, LL {geometry.get('LL')} "
+        f"(size in bytes, ways, line), whatever the host's. {len(ok)} of {len(measured)} measurements ok"
+        f"{'; the failed ones are in ' + CACHEGRIND_FILE if len(ok) < len(measured) else ''}. "
+        "The command of the second run of the first row:\n\n"
+        f"```\n{' '.join(_without_out_file(example['runs'][-1]['argv']))}\n```\n\n"
+    )
+    out.append(misses_table(rows, allocs, figures))
+    return "".join(out)
+
+
+def write_row_figures_csv(study_dir: Path, an: Analysis, figures: dict[tuple, RowFigures]) -> None:
+    with open(study_dir / "row_figures.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(
+            ["workload", "label", "threads", "allocator", "elided_share", "capacity_share"]
+            + list(PLACEMENT_FIELDS)
+            + ["l1d_misses", "misses_per"]
+        )
+        for row in an.rows:
+            figs = _figures_of(figures, row)
+            if figs is None:
+                continue
+            for a in an.allocators:
+                h, p, m = figs.htm.get(a), figs.placement.get(a, {}), figs.misses.get(a)
+                if h is None and not p and m is None:
+                    continue
+                w.writerow(
+                    [row.workload, row.label, row.threads, a]
+                    + [h.elided_share if h else "", h.capacity_share if h else ""]
+                    + [p.get(k, "") for k in PLACEMENT_FIELDS]
+                    + (["", ""] if m is None else [m, figs.unit or ""])
+                )
 
 
 def memory_table(rows: list[RowResult], allocs: list[str]) -> str:
@@ -360,8 +491,11 @@ def render(study_dir: Path) -> Path:
     allocs = study.get("allocators_available") or study.get("allocators") or []
     an = analyze(records, spec.workloads, allocs)
     cols = [a for a in an.allocators if any(a in r.summaries or a in r.failures for r in an.rows)] or allocs
+    measured = load_cachegrind_records(study_dir)
+    figures = collect_row_figures(records, measured)
     write_csvs(study_dir, records, an)
-    plot_paths = plots.render_all(an, study_dir / "plots")
+    write_row_figures_csv(study_dir, an, figures)
+    plot_paths = plots.render_all(an, study_dir / "plots", figures)
 
     ok = sum(1 for r in records if r.get("status") == "ok")
     planned = study.get("cells_planned")
@@ -404,6 +538,23 @@ def render(study_dir: Path) -> Path:
             ct = cause_table(rows, group_cols)
             if ct:
                 out.append("\n### Aborts by cause (mean per run)\n\n" + ct)
+            ht = htm_table(rows, group_cols, figures)
+            if ht:
+                out.append(
+                    "\n### Hardware TM: elided share of sections / capacity aborts per attempt\n\n"
+                    "Elided: critical sections that committed without taking the fallback lock, of all "
+                    "sections (`tm_stats.commits` − `commits_irrevocable`, of `commits`). Capacity: "
+                    "`aborts_by_cause.capacity` of all attempts (commits + aborts).\n\n" + ht
+                )
+    pt = placement_table(an.rows, cols, figures)
+    if pt:
+        out.append(
+            "\n## Node placement over the L1 sets: sets used / most nodes on one set / lines touched\n\n"
+            "From the workload's own results (median of the runs): `l1_sets_used` of the L1's sets "
+            "that the node base addresses map to, `max_nodes_per_set`, and `lines_touched` by the "
+            "fields a traversal reads and writes.\n\n" + pt
+        )
+    out.append(cachegrind_section(spec, an.rows, cols, figures, measured))
     out.append(report_placement.section(study_dir))
     bw = best_worst_table(an.rows)
     if bw:
@@ -427,8 +578,9 @@ def render(study_dir: Path) -> Path:
     out.append("\n" + _metadata_section(study.get("metadata") or {}))
     out.append("## Options\n\n```json\n" + json.dumps(study.get("options") or {}, indent=2, sort_keys=True) + "\n```\n")
     out.append(
-        f"\nFiles: `{RESULTS_FILE}` (raw runs), `results.csv`, `summary.csv`, `study.json` "
-        "(spec, options, metadata), `plots/`.\n"
+        f"\nFiles: `{RESULTS_FILE}` (raw runs), `{CACHEGRIND_FILE}` (cachegrind measurements, when the spec "
+        "asks for them), `results.csv`, `summary.csv`, `row_figures.csv` (elision, placement, misses), "
+        "`study.json` (spec, options, metadata), `plots/`.\n"
     )
     path = study_dir / "report.md"
     path.write_text("".join(out))

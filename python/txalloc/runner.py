@@ -17,17 +17,21 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from . import allocators as alloc_mod
+from . import cachegrind
 from .progress import Progress
 from .spec import Row, Spec, WorkloadDef, cell_key, command_line, config_label, expand_rows, parameter_environment
 
 RESULTS_FILE = "results.jsonl"
+CACHEGRIND_FILE = "cachegrind.jsonl"  # one record per cachegrind measurement (row, allocator)
 STUDY_FILE = "study.json"
 STDERR_KEEP = 4000  # characters of a failing cell's stderr kept in the record
 
@@ -42,6 +46,7 @@ class Plan:
     programs: dict[str, str]  # workload -> program path
     notes: list[str] = field(default_factory=list)
     skipped_workloads: dict[str, str] = field(default_factory=dict)
+    valgrind: str | None = None  # None: no cachegrind measurement runs
 
 
 def _help_text(program: str) -> str | None:
@@ -99,7 +104,16 @@ def make_plan(
     rows = [r for r in rows if r.workload in programs]
     if check_help:
         rows = _drop_rows_with_unknown_flags(spec, rows, programs, notes)
-    return Plan(spec, mode, rows, available, missing, programs, notes, skipped)
+    valgrind = None
+    measured = [r for r in rows if r.cachegrind]
+    if measured:
+        valgrind = cachegrind.find_valgrind()
+        if valgrind is None:
+            notes.append(
+                f"valgrind not found: the cachegrind measurements of {len(measured)} rows are skipped, "
+                "so the report has no cache misses (scripts/install-deps.sh installs valgrind)"
+            )
+    return Plan(spec, mode, rows, available, missing, programs, notes, skipped, valgrind)
 
 
 def _mentions(text: str, flag: str) -> bool:
@@ -184,15 +198,23 @@ def parse_output(stdout: str) -> dict | None:
     return None
 
 
+def cell_environment(
+    plan: Plan, w: WorkloadDef, params: dict[str, Any], allocator: alloc_mod.FoundAllocator, base_env: dict[str, str]
+) -> dict[str, str]:
+    """The caller's environment, then the spec's, the workload's, the parameters' and last
+    the allocator's (its LD_PRELOAD and options)."""
+    env = dict(base_env)
+    env.update(plan.spec.env)
+    env.update(w.env)
+    env.update(parameter_environment(w, params))
+    return allocator.environment(env)
+
+
 def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]:
     row = cell.row
     w = plan.spec.workloads[row.workload]
     argv = command_line(w, plan.programs[row.workload], row.params_dict, row.threads)
-    env = dict(base_env)
-    env.update(plan.spec.env)
-    env.update(w.env)
-    env.update(parameter_environment(w, row.params_dict))
-    env = cell.allocator.environment(env)
+    env = cell_environment(plan, w, row.params_dict, cell.allocator, base_env)
     record: dict[str, Any] = {
         "key": cell.key,
         "workload": row.workload,
@@ -204,6 +226,20 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         "preload": cell.allocator.path,
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    run_program(argv, env, row.timeout_s, w, cell.allocator, record)
+    return record
+
+
+def run_program(
+    argv: list[str],
+    env: dict[str, str],
+    timeout_s: float,
+    w: WorkloadDef,
+    allocator: alloc_mod.FoundAllocator,
+    record: dict[str, Any],
+) -> None:
+    """Runs one workload process and adds to `record` its wall time, exit status, stderr
+    tail, JSON object (`result`) and `status`: "ok", or what went wrong, with `error`."""
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -216,9 +252,9 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         )
     except OSError as e:
         record.update(status="failed", returncode=None, wall_s=0.0, error=f"cannot start: {e}", stderr="")
-        return record
+        return
     try:
-        stdout, stderr = proc.communicate(timeout=row.timeout_s)
+        stdout, stderr = proc.communicate(timeout=timeout_s)
         timed_out = False
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
@@ -233,7 +269,7 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         record["result"] = result
 
     if timed_out:
-        record.update(status="timeout", error=f"no result after {row.timeout_s:g} s; killed")
+        record.update(status="timeout", error=f"no result after {timeout_s:g} s; killed")
     elif proc.returncode < 0:
         sig = -proc.returncode
         try:
@@ -247,10 +283,10 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         record.update(status="bad-output", error="stdout holds no JSON object")
     elif result.get("valid") is False:
         record.update(status="invalid", error="the workload's own end-of-run check failed (valid: false)")
-    elif w.verify_allocator and _served_by(result) != cell.allocator.definition.expected_name:
+    elif w.verify_allocator and _served_by(result) != allocator.definition.expected_name:
         record.update(
             status="wrong-allocator",
-            error=f"asked for {cell.allocator.definition.expected_name}, "
+            error=f"asked for {allocator.definition.expected_name}, "
             f"served by {_served_by(result) or 'unknown (no allocator.name)'}",
         )
     elif metric_value(result, w.metric) is None:
@@ -259,7 +295,6 @@ def run_cell(cell: Cell, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]
         record["status"] = "ok"
     if record["status"] == "ok":
         record["stderr"] = record["stderr"][-500:]
-    return record
 
 
 def _served_by(result: dict) -> str | None:
@@ -274,8 +309,8 @@ def metric_value(result: dict, metric: str) -> float | None:
     return float(v)
 
 
-def load_records(study_dir: Path) -> list[dict]:
-    path = study_dir / RESULTS_FILE
+def load_records(study_dir: Path, name: str = RESULTS_FILE) -> list[dict]:
+    path = study_dir / name
     records = []
     if not path.exists():
         return records
@@ -291,10 +326,10 @@ def load_records(study_dir: Path) -> list[dict]:
     return records
 
 
-def end_torn_line(study_dir: Path) -> None:
+def end_torn_line(study_dir: Path, name: str = RESULTS_FILE) -> None:
     """After an interruption the file may end inside a record: end that line, so the next
     record starts on its own (the torn one is ignored when loading and its cell reruns)."""
-    path = study_dir / RESULTS_FILE
+    path = study_dir / name
     if path.exists() and path.stat().st_size > 0:
         with open(path, "rb+") as f:
             f.seek(-1, os.SEEK_END)
@@ -302,11 +337,119 @@ def end_torn_line(study_dir: Path) -> None:
                 f.write(b"\n")
 
 
-def append_record(study_dir: Path, record: dict) -> None:
-    with open(study_dir / RESULTS_FILE, "a") as f:
+def append_record(study_dir: Path, record: dict, name: str = RESULTS_FILE) -> None:
+    with open(study_dir / name, "a") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+@dataclass(frozen=True)
+class CachegrindJob:
+    """The cachegrind measurement of one row under one allocator: two runs (cachegrind.py)."""
+
+    row: Row
+    allocator: alloc_mod.FoundAllocator
+
+    @property
+    def key(self) -> str:
+        return json.dumps(
+            ["cachegrind", self.row.workload, self.row.params_dict, self.row.threads, self.allocator.name],
+            sort_keys=True,
+        )
+
+
+def cachegrind_jobs(plan: Plan) -> list[CachegrindJob]:
+    if plan.valgrind is None:
+        return []
+    return [
+        CachegrindJob(row, a)
+        for row in plan.rows
+        if row.cachegrind
+        for a in plan.allocators
+        if a.name in row.allocators
+    ]
+
+
+def run_cachegrind(job: CachegrindJob, plan: Plan, base_env: dict[str, str]) -> dict[str, Any]:
+    """Runs the job's two runs; the record holds each run (argv, status, counts) and, when
+    both are ok, `per_unit`: the counts per unit of the varied parameter."""
+    row, m = job.row, job.row.cachegrind
+    w = plan.spec.workloads[row.workload]
+    record: dict[str, Any] = {
+        "key": job.key,
+        "workload": row.workload,
+        "params": row.params_dict,
+        "threads": row.threads,
+        "allocator": job.allocator.name,
+        "per": m.per,
+        "unit": m.unit,
+        "values": list(m.values),
+        "geometry": {"D1": m.d1, "I1": m.i1, "LL": m.ll},
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "runs": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="txalloc-cachegrind-") as tmp:
+        for value in m.values:
+            params = m.run_params(row.params_dict, value)
+            out_file = os.path.join(tmp, f"cachegrind.out.{value}")
+            argv = cachegrind.command(
+                plan.valgrind, m, out_file, command_line(w, plan.programs[row.workload], params, row.threads)
+            )
+            run: dict[str, Any] = {"argv": argv, "params": params}
+            env = cell_environment(plan, w, params, job.allocator, base_env)
+            run_program(argv, env, m.timeout_s or row.timeout_s, w, job.allocator, run)
+            run.pop("result", None)  # the counts are what this run is for
+            if run["status"] == "ok":
+                try:
+                    with open(out_file) as f:
+                        run["counts"] = cachegrind.parse_counts(f.read())
+                except (OSError, ValueError) as e:
+                    run.update(status="bad-output", error=f"cachegrind output: {e}")
+            record["runs"].append(run)
+            if run["status"] != "ok":
+                record.update(status=run["status"], error=f"{m.per}={value}: {run.get('error', '')}")
+                return record
+    low, high = (r["counts"] for r in record["runs"])
+    record["per_unit"] = cachegrind.per_unit(low, high, m.values[1] - m.values[0])
+    record["status"] = "ok"
+    return record
+
+
+def load_cachegrind_records(study_dir: Path) -> list[dict]:
+    return load_records(study_dir, CACHEGRIND_FILE)
+
+
+def execute_cachegrind(plan: Plan, study_dir: Path, stream, jobs: int | None = None) -> int:
+    """Runs every cachegrind job not yet in cachegrind.jsonl, `jobs` at a time (default: the
+    usable CPUs): the counts are simulated, so runs side by side do not disturb them."""
+    end_torn_line(study_dir, CACHEGRIND_FILE)
+    done = {r.get("key") for r in load_cachegrind_records(study_dir)}
+    todo = [j for j in cachegrind_jobs(plan) if j.key not in done]
+    if not todo:
+        return 0
+    print(f"txalloc: cachegrind: {len(todo)} measurements (two runs each) under {plan.valgrind}", file=stream)
+    progress = Progress(len(todo), 0, stream)
+    base_env = dict(os.environ)
+    workers = jobs or len(os.sched_getaffinity(0))
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        futures = {pool.submit(run_cachegrind, j, plan, base_env): j for j in todo}
+        for future in as_completed(futures):
+            job, record = futures[future], future.result()
+            append_record(study_dir, record, CACHEGRIND_FILE)
+            label = f"cachegrind {short_label(plan, job.row)} {job.allocator.name}"
+            failed = record["status"] != "ok"
+            progress.step(label, failed=failed)
+            if failed:
+                if progress.tty:
+                    stream.write("\n")
+                print(f"txalloc: measurement failed ({record['status']}): {label}: {record['error']}", file=stream)
+    finally:
+        # interrupted: the running measurements end, the queued ones never start
+        pool.shutdown(wait=True, cancel_futures=True)
+    progress.finish()
+    return len(todo)
 
 
 def short_label(plan: Plan, row: Row) -> str:
@@ -320,7 +463,8 @@ def short_label(plan: Plan, row: Row) -> str:
 
 
 def execute(plan: Plan, study_dir: Path, stream=None, max_cells: int | None = None) -> int:
-    """Runs every cell of the plan not yet in results.jsonl. Returns how many ran.
+    """Runs every cell of the plan not yet in results.jsonl, then the cachegrind
+    measurements not yet in cachegrind.jsonl. Returns how many cells ran.
     `max_cells` stops early (tests use it to simulate an interruption)."""
     stream = stream if stream is not None else sys.stderr
     end_torn_line(study_dir)
@@ -347,4 +491,6 @@ def execute(plan: Plan, study_dir: Path, stream=None, max_cells: int | None = No
                 stream.write("\n")
             print(f"txalloc: cell failed ({record['status']}): {label}: {record.get('error', '')}", file=stream)
     progress.finish()
+    if max_cells is None or ran < max_cells:
+        execute_cachegrind(plan, study_dir, stream)
     return ran

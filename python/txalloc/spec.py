@@ -15,10 +15,11 @@ from __future__ import annotations
 import itertools
 import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .cachegrind import Measurement, SettingsError, parse_measurement
 from .paths import PACKAGE_DIR
 
 SPECS_DIR = PACKAGE_DIR / "specs"
@@ -93,6 +94,7 @@ class RunEntry:
     timeout_s: float | None
     only_if_missing: str | None = None  # run only when this workload's program is not built
     allocators: list[str] | None = None  # None: the spec's
+    cachegrind: Measurement | None = None  # also count cache misses of each row under cachegrind
 
 
 @dataclass
@@ -123,6 +125,7 @@ class Row:
     timeout_s: float
     only_if_missing: str | None = field(default=None, compare=False)
     allocators: tuple[str, ...] = field(default=(), compare=False)  # the allocators it runs under
+    cachegrind: Measurement | None = field(default=None, compare=False)
 
     @property
     def params_dict(self) -> dict[str, Any]:
@@ -381,7 +384,16 @@ _SPEC_KEYS = {
     "allocator",
     "env",
 }
-_RUN_KEYS = {"workload", "params", "threads", "repetitions", "timeout_s", "only_if_missing", "allocators"}
+_RUN_KEYS = {
+    "workload",
+    "params",
+    "threads",
+    "repetitions",
+    "timeout_s",
+    "only_if_missing",
+    "allocators",
+    "cachegrind",
+}
 _MODE_KEYS = {"repetitions", "scale"}
 
 
@@ -517,7 +529,25 @@ def parse_run(
         allocators=_known_allocators(r["allocators"], allocator_defs, f"{ctx}.allocators", origin)
         if "allocators" in r
         else None,
+        cachegrind=_cachegrind(r["cachegrind"], w, f"{ctx}.cachegrind", origin) if "cachegrind" in r else None,
     )
+
+
+def _cachegrind(t: Any, w: WorkloadDef, ctx: str, origin: str) -> Measurement:
+    try:
+        m = parse_measurement(t)
+    except SettingsError as e:
+        raise SpecError(f"{origin}: {_where(ctx, e.key) if e.key else ctx}: {e}") from None
+    for name in (m.per, *m.omit, *dict(m.params)):
+        if name not in w.params:
+            raise SpecError(
+                f"{origin}: {ctx}: workload '{w.name}' has no parameter '{name}' "
+                f"(its parameters: {', '.join(sorted(w.params)) or 'none'})"
+            )
+    if w.params[m.per].type != "int":
+        raise SpecError(f"{origin}: {ctx}.per: parameter '{m.per}' is not an integer count")
+    checked = tuple((n, check_param_value(w.params[n], v, f"{ctx}.params.{n}", origin)) for n, v in m.params)
+    return replace(m, params=checked)
 
 
 def _known_allocators(v: Any, defs: dict, ctx: str, origin: str) -> list[str]:
@@ -580,6 +610,7 @@ def expand_rows(spec: Spec, mode: str = "normal") -> list[Row]:
                     timeout_s=run.timeout_s or spec.timeout_s,
                     only_if_missing=run.only_if_missing,
                     allocators=tuple(run.allocators or spec.allocators),
+                    cachegrind=run.cachegrind,
                 )
                 ident = (row.workload, row.params, row.threads)
                 if ident not in seen:
