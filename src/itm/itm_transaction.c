@@ -2,9 +2,14 @@
  * serial mode, and the queries. Each _ITM_beginTransaction begins one level of the tm
  * front-end, so the runtime's nesting option decides what a nested block is: closed
  * (default: its own level, rolled back alone by a conflict or __transaction_cancel) or
- * flat (one transaction; a cancel anywhere cancels the outermost block). */
+ * flat (one transaction, which a conflict restarts whole; a __transaction_cancel in a
+ * nested block is then an error, since GCC's code around it does not expect the outer
+ * blocks to end). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "txalloc/options.h"
 
 #include "itm/itm_abi.h"
 #include "itm/itm_internal.h"
@@ -80,9 +85,20 @@ void _ITM_commitTransactionEH(void *exception) {
   _ITM_commitTransaction();
 }
 
+static bool nesting_is_flat(void) {
+  int i = txalloc_option_find("nesting");
+  char value[16];
+  return i >= 0 && txalloc_option_format((size_t)i, value, sizeof value) > 0 &&
+         strcmp(value, "flat") == 0;
+}
+
 void _ITM_abortTransaction(itm_abort_reason reason) {
   if (!tm_in_transaction()) itm_fatal("_ITM_abortTransaction outside a transaction");
   if (tm_is_irrevocable()) itm_fatal("an irrevocable transaction cannot be cancelled");
+  /* GCC's code expects a cancel to end the innermost block only: the blocks around it do
+   * not test for it. Flat nesting cannot undo a child alone. */
+  if (!(reason & itm_outerAbort) && tm_depth() > 1 && nesting_is_flat())
+    itm_fatal("__transaction_cancel in a nested block needs TXALLOC_NESTING=closed");
   if (reason & itm_outerAbort) tm_abort_outermost();
   if (reason & itm_userAbort) tm_abort();
   if (reason & itm_userRetry) tm_restart();
