@@ -1,11 +1,13 @@
 /* The undo log of _ITM_L* and the user's commit and undo actions, in one list per thread,
- * oldest first, each entry stamped with the level that made it. The tm front-end reports
- * every level's end (tm_register_callbacks):
- *   - a level d rolled back: its entries (level >= d) are undone newest first: logged
- *     memory gets its old bytes back, undo actions run, commit actions are dropped;
- *   - a child d committed: its entries become its parent's (d - 1);
- *   - the top level committed: the commit actions run, oldest first, and the list empties.
- * With nesting=flat only the top level is reported, and everything belongs to it. */
+ * oldest first, each entry stamped with the level that made it. Every end of a level
+ * passes through this layer (itm_transaction.c), which calls:
+ *   - itm_actions_undo(d) when level d rolled back (its checkpoint is where the rollback
+ *     lands): its entries (level >= d) are undone newest first: logged memory gets its old
+ *     bytes back, undo actions run, commit actions are dropped;
+ *   - itm_actions_commit_child(d) when a child d committed: its entries become its parent's;
+ *   - itm_actions_commit_top once the top level committed: the commit actions run, oldest
+ *     first, and the list empties.
+ * Under nesting=flat a rollback lands at level 1, so everything is undone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,25 +82,19 @@ void _ITM_addUserUndoAction(itm_user_function fn, void *arg) {
   e->arg = arg;
 }
 
-static void on_abort(void *ctx, unsigned depth) {
-  (void)ctx;
-  itm_thread *t = itm_self;
-  if (!t) return;
-  while (t->entry_count && t->entries[t->entry_count - 1].level >= depth)
+void itm_actions_undo(itm_thread *t, unsigned level) {
+  while (t->entry_count && t->entries[t->entry_count - 1].level >= level)
     entry_undo(&t->entries[--t->entry_count]);
 }
 
-static void on_commit(void *ctx, unsigned depth) {
-  (void)ctx;
-  itm_thread *t = itm_self;
-  if (!t || !t->entry_count) return;
-  if (depth > 1) {
-    for (size_t i = t->entry_count; i > 0 && t->entries[i - 1].level >= depth; i--)
-      t->entries[i - 1].level = depth - 1;
-    return;
-  }
+void itm_actions_commit_child(itm_thread *t, unsigned level) {
+  for (size_t i = t->entry_count; i > 0 && t->entries[i - 1].level >= level; i--)
+    t->entries[i - 1].level = level - 1;
+}
+
+void itm_actions_commit_top(itm_thread *t) {
   /* The actions may begin transactions of their own: take the list off first. */
-  size_t n = t->entry_count;
+  size_t n = t->entry_count, cap = t->entry_cap;
   itm_entry *list = t->entries;
   t->entries = NULL;
   t->entry_count = t->entry_cap = 0;
@@ -108,13 +104,8 @@ static void on_commit(void *ctx, unsigned depth) {
   }
   if (!t->entries) {
     t->entries = list;
-    t->entry_cap = n;
+    t->entry_cap = cap;
   } else {
     free(list);
   }
-}
-
-__attribute__((constructor)) static void actions_subscribe(void) {
-  tm_callbacks cb = {.on_commit = on_commit, .on_abort = on_abort};
-  if (tm_register_callbacks(&cb) != 0) itm_fatal("cannot subscribe to the tm runtime");
 }

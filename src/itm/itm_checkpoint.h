@@ -24,6 +24,7 @@ typedef struct itm_checkpoint {
   int flags;
   uint32_t properties; /* of the level's block */
   uint32_t entered;    /* 0 until the first return: then a_saveLiveVariables */
+  unsigned level;      /* the nesting depth of its level (1 = top) */
 } itm_checkpoint;
 
 _Static_assert(offsetof(itm_checkpoint, tm) == 0, "tm_start_ takes the checkpoint itself");

@@ -84,7 +84,12 @@ static inline itm_thread *itm_thread_get(void) {
 
 _Noreturn void itm_fatal(const char *what);
 /* The checkpoint of nesting level `level` (1 = top) of the thread. */
-itm_checkpoint *itm_checkpoint_of(itm_thread *t, unsigned level);
+itm_checkpoint *itm_checkpoint_grow(itm_thread *t, unsigned level);
+static inline itm_checkpoint *itm_checkpoint_of(itm_thread *t, unsigned level) {
+  unsigned chunk = level / ITM_CHUNK;
+  if (ITM_UNLIKELY(chunk >= ITM_CHUNKS || !t->chunks[chunk])) return itm_checkpoint_grow(t, level);
+  return &t->chunks[chunk][level % ITM_CHUNK];
+}
 
 /* ---- Serial mode (itm_serial.c) ---- */
 itm_record *itm_record_take(void); /* a thread's record, new or reused */
@@ -103,6 +108,9 @@ void itm_go_serial(void);
 
 /* ---- Undo log and actions (itm_actions.c) ---- */
 void itm_log_memory(const void *addr, size_t size);
+void itm_actions_undo(itm_thread *t, unsigned level);         /* level rolled back */
+void itm_actions_commit_child(itm_thread *t, unsigned level); /* child level committed */
+void itm_actions_commit_top(itm_thread *t);                   /* the top level committed */
 
 /* The barriers of type T (suffix N) over load_N and store_N (itm_barriers.c). */
 #define ITM_DEFINE_BARRIERS(N, T)                                                                  \

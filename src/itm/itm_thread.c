@@ -51,13 +51,14 @@ itm_thread *itm_thread_setup(void) {
   return t;
 }
 
-itm_checkpoint *itm_checkpoint_of(itm_thread *t, unsigned level) {
+itm_checkpoint *itm_checkpoint_grow(itm_thread *t, unsigned level) {
   unsigned chunk = level / ITM_CHUNK;
   if (ITM_UNLIKELY(chunk >= ITM_CHUNKS)) itm_fatal("transactions nested too deep");
   if (ITM_UNLIKELY(!t->chunks[chunk])) {
     t->chunks[chunk] = calloc(ITM_CHUNK, sizeof(itm_checkpoint));
     if (!t->chunks[chunk]) itm_fatal("out of memory for checkpoints");
   }
+  for (unsigned i = 0; i < ITM_CHUNK; i++) t->chunks[chunk][i].level = chunk * ITM_CHUNK + i;
   return &t->chunks[chunk][level % ITM_CHUNK];
 }
 

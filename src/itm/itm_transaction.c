@@ -56,7 +56,8 @@ itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
 uint32_t itm_begin_result(itm_checkpoint *cp, int started) {
   itm_thread *t = itm_self;
   if (ITM_UNLIKELY(!started)) {
-    if (tm_depth() == 0) { /* the top level is over */
+    if (t->entry_count) itm_actions_undo(t, cp->level);
+    if (cp->level == 1) { /* the top level is over */
       itm_leave(t);
       if (t->want_serial) { /* not a cancel: the switch to serial mode (itm_go_serial) */
         itm_enter_serial(t);
@@ -69,14 +70,24 @@ uint32_t itm_begin_result(itm_checkpoint *cp, int started) {
   uint32_t code = t->serial && (cp->properties & itm_pr_uninstrumentedCode)
                       ? itm_a_runUninstrumentedCode
                       : itm_a_runInstrumentedCode;
-  if (ITM_UNLIKELY(cp->entered)) return code | itm_a_restoreLiveVariables;
+  if (ITM_UNLIKELY(cp->entered)) { /* rolled back and begun again */
+    if (t->entry_count) itm_actions_undo(t, cp->level);
+    return code | itm_a_restoreLiveVariables;
+  }
   cp->entered = 1;
   return code | itm_a_saveLiveVariables;
 }
 
 void _ITM_commitTransaction(void) {
+  itm_thread *t = itm_self;
+  unsigned level = tm_depth();
   tm_commit_();
-  if (tm_depth() == 0) itm_leave(itm_self);
+  if (level > 1) {
+    if (t->entry_count) itm_actions_commit_child(t, level);
+    return;
+  }
+  itm_leave(t);
+  if (t->entry_count) itm_actions_commit_top(t);
 }
 
 /* An exception leaves the block: GCC commits it (exceptions commit, as in C++ TM). */
