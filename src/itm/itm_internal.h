@@ -49,6 +49,7 @@ typedef struct itm_record {
 typedef struct itm_thread {
   itm_checkpoint *chunks[ITM_CHUNKS];
   itm_record *record;
+  unsigned depth;        /* levels of ABI blocks running (tm_depth(), without the call) */
   bool serial;           /* this thread holds serial mode (until its top level ends) */
   bool want_serial;      /* the block's next top-level attempt runs in serial mode */
   uint64_t transactions; /* top-level blocks begun (transaction ids) */

@@ -28,7 +28,7 @@ static inline bool needs_serial(uint32_t properties) {
  * `caller_sp`: the caller's stack pointer after the return. */
 itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
   itm_thread *t = itm_thread_get();
-  unsigned depth = tm_depth();
+  unsigned depth = t->depth;
   int flags = TM_FLAG_NONE;
   if (ITM_LIKELY(depth == 0)) {
     if (ITM_UNLIKELY(needs_serial(properties) || t->want_serial))
@@ -56,6 +56,7 @@ itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
 uint32_t itm_begin_result(itm_checkpoint *cp, int started) {
   itm_thread *t = itm_self;
   if (ITM_UNLIKELY(!started)) {
+    t->depth = cp->level - 1;
     if (t->entry_count) itm_actions_undo(t, cp->level);
     if (cp->level == 1) { /* the top level is over */
       itm_leave(t);
@@ -67,6 +68,7 @@ uint32_t itm_begin_result(itm_checkpoint *cp, int started) {
     }
     return itm_a_abortTransaction | itm_a_restoreLiveVariables;
   }
+  t->depth = cp->level;
   uint32_t code = t->serial && (cp->properties & itm_pr_uninstrumentedCode)
                       ? itm_a_runUninstrumentedCode
                       : itm_a_runInstrumentedCode;
@@ -80,8 +82,9 @@ uint32_t itm_begin_result(itm_checkpoint *cp, int started) {
 
 void _ITM_commitTransaction(void) {
   itm_thread *t = itm_self;
-  unsigned level = tm_depth();
-  tm_commit_();
+  unsigned level = t->depth;
+  tm_commit_(); /* or a rollback to a checkpoint */
+  t->depth = level - 1;
   if (level > 1) {
     if (t->entry_count) itm_actions_commit_child(t, level);
     return;
