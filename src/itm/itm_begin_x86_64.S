@@ -7,9 +7,10 @@
  * returns from tm_start_ again (1: begun again, 0: cancelled) with those registers and that
  * stack pointer; the stack slots at and above it may have been reused since the first
  * return, so the return address is written back from the checkpoint before `ret`.
- * itm_begin_result(checkpoint, started) makes the ABI's answer (a_runInstrumentedCode,
- * a_saveLiveVariables, ...) or 0: begin again (the cancelled attempt was a switch to serial
- * mode). */
+ * The first return answers what itm_begin_prepare left in the checkpoint; after a rollback
+ * itm_begin_result(checkpoint, started) makes the ABI's answer (a_restoreLiveVariables with
+ * a_runInstrumentedCode or a_abortTransaction) or 0: begin again (the cancelled attempt was
+ * a switch to serial mode). */
 #include "itm/itm_checkpoint.h"
 
 #if defined(__x86_64__) && !defined(__CET__)
@@ -35,16 +36,26 @@ _ITM_beginTransaction:
 	call	tm_start_
 	movq	ITM_CP_RETURN(%rbx), %rcx
 	movq	%rcx, 8(%rsp)
-	movq	%rbx, %rdi
-	movl	%eax, %esi
-	call	itm_begin_result
-	testl	%eax, %eax
-	jz	.Lstart
+	cmpl	$0, ITM_CP_ENTERED(%rbx)
+	jne	.Lagain
+	movl	$1, ITM_CP_ENTERED(%rbx)	/* the first return: the answer is ready */
+	movl	ITM_CP_FIRST(%rbx), %eax
+.Lreturn:
 	movq	ITM_CP_RBX(%rbx), %rbx
 	addq	$8, %rsp
 .cfi_adjust_cfa_offset -8
 .cfi_restore %rbx
 	ret
+	/* after a rollback */
+.Lagain:
+.cfi_adjust_cfa_offset 8
+.cfi_rel_offset %rbx, 0
+	movq	%rbx, %rdi
+	movl	%eax, %esi
+	call	itm_begin_result
+	testl	%eax, %eax
+	jz	.Lstart
+	jmp	.Lreturn
 .cfi_endproc
 .size _ITM_beginTransaction, .-_ITM_beginTransaction
 #endif

@@ -4,9 +4,11 @@
 #ifndef TXALLOC_ITM_CHECKPOINT_H
 #define TXALLOC_ITM_CHECKPOINT_H
 
-#define ITM_CP_RETURN 64 /* _ITM_beginTransaction's return address */
-#define ITM_CP_RBX 72    /* the caller's rbx: the entry keeps the checkpoint in rbx */
-#define ITM_CP_FLAGS 80  /* the tm flags the level begins with */
+#define ITM_CP_RETURN 64  /* _ITM_beginTransaction's return address */
+#define ITM_CP_RBX 72     /* the caller's rbx: the entry keeps the checkpoint in rbx */
+#define ITM_CP_FLAGS 80   /* the tm flags the level begins with */
+#define ITM_CP_ENTERED 88 /* 0 until the first return */
+#define ITM_CP_FIRST 92   /* the answer of the first return */
 
 #ifndef __ASSEMBLER__
 #include <stddef.h>
@@ -23,7 +25,8 @@ typedef struct itm_checkpoint {
   void *caller_rbx;
   int flags;
   uint32_t properties; /* of the level's block */
-  uint32_t entered;    /* 0 until the first return: then a_saveLiveVariables */
+  uint32_t entered;    /* 0 until the first return (which answers first_code) */
+  uint32_t first_code; /* a_run...Code | a_saveLiveVariables */
   unsigned level;      /* the nesting depth of its level (1 = top) */
 } itm_checkpoint;
 
@@ -31,6 +34,8 @@ _Static_assert(offsetof(itm_checkpoint, tm) == 0, "tm_start_ takes the checkpoin
 _Static_assert(offsetof(itm_checkpoint, caller_return) == ITM_CP_RETURN, "asm offset");
 _Static_assert(offsetof(itm_checkpoint, caller_rbx) == ITM_CP_RBX, "asm offset");
 _Static_assert(offsetof(itm_checkpoint, flags) == ITM_CP_FLAGS, "asm offset");
+_Static_assert(offsetof(itm_checkpoint, entered) == ITM_CP_ENTERED, "asm offset");
+_Static_assert(offsetof(itm_checkpoint, first_code) == ITM_CP_FIRST, "asm offset");
 #endif
 
 #endif

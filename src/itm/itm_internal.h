@@ -96,10 +96,31 @@ static inline itm_checkpoint *itm_checkpoint_of(itm_thread *t, unsigned level) {
 itm_record *itm_record_take(void); /* a thread's record, new or reused */
 void itm_record_give_back(itm_record *record);
 /* A top-level block is about to begin: marks the thread active, or waits while another
- * thread is serial. */
-void itm_enter_shared(itm_thread *t);
+ * thread is serial. The serial side's membarrier orders the mark before its reads of the
+ * marks; without membarrier the mark is a sequentially consistent store. */
+extern itm_record *itm_serial_owner;
+extern bool itm_have_membarrier;
+static inline void itm_mark_active(itm_thread *t) {
+  if (ITM_LIKELY(itm_have_membarrier)) {
+    __atomic_store_n(&t->record->active, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  } else {
+    __atomic_store_n(&t->record->active, 1, __ATOMIC_SEQ_CST);
+  }
+}
+void itm_enter_shared_wait(itm_thread *t);
+static inline void itm_enter_shared(itm_thread *t) {
+  itm_mark_active(t);
+  if (ITM_UNLIKELY(__atomic_load_n(&itm_serial_owner, __ATOMIC_SEQ_CST) != NULL))
+    itm_enter_shared_wait(t);
+}
 /* The top-level block ended (commit or cancel): inactive, and out of serial mode. */
-void itm_leave(itm_thread *t);
+void itm_leave_serial(itm_thread *t);
+static inline void itm_leave(itm_thread *t) {
+  itm_stack_top = 0;
+  if (ITM_UNLIKELY(t->serial)) itm_leave_serial(t);
+  __atomic_store_n(&t->record->active, 0, __ATOMIC_RELEASE);
+}
 /* Outside a transaction: wait until this thread is the only one in a transaction, and keep
  * every other thread out until itm_leave. */
 void itm_enter_serial(itm_thread *t);

@@ -3,9 +3,9 @@
  * other transactions from committing writes but not from running, which uninstrumented
  * code (plain loads and stores) needs; so this layer adds a reader-writer exclusion around
  * top-level blocks:
- *   - a thread entering a block sets its record's `active` and then reads `serial_owner`;
+ *   - a thread entering a block sets its record's `active` and then reads `itm_serial_owner`;
  *     if a serial thread is there it clears `active` and waits;
- *   - a thread entering serial mode takes `serial_owner` and then waits until every other
+ *   - a thread entering serial mode takes `itm_serial_owner` and then waits until every other
  *     record is inactive.
  * Each side writes its own word and then reads the other's (Dekker): a block entry pays a
  * plain store and a load, because the serial side issues membarrier(2), a full barrier on
@@ -23,12 +23,13 @@
 static itm_record *records; /* every record ever made, newest first (atomic head) */
 static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned record_count;
-static itm_record *serial_owner;
-static bool have_membarrier;
+itm_record *itm_serial_owner;
+bool itm_have_membarrier;
 
 __attribute__((constructor)) static void serial_init(void) {
 #ifdef SYS_membarrier
-  have_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  itm_have_membarrier =
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 #endif
 }
 
@@ -58,29 +59,24 @@ void itm_record_give_back(itm_record *r) {
 
 static void full_barrier_everywhere(void) {
 #ifdef SYS_membarrier
-  if (have_membarrier && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+  if (itm_have_membarrier && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
     return;
 #endif
   __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the entries fence themselves (itm_enter_shared) */
 }
 
 static void wait_no_owner(void) {
-  for (unsigned i = 0; __atomic_load_n(&serial_owner, __ATOMIC_ACQUIRE); i++)
+  for (unsigned i = 0; __atomic_load_n(&itm_serial_owner, __ATOMIC_ACQUIRE); i++)
     if (i > 64) sched_yield();
 }
 
-void itm_enter_shared(itm_thread *t) {
-  itm_record *r = t->record;
+/* Another thread is serial: step back, wait, and mark again. */
+void itm_enter_shared_wait(itm_thread *t) {
   for (;;) {
-    __atomic_store_n(&r->active, 1,
-                     __atomic_load_n(&have_membarrier, __ATOMIC_RELAXED) ? __ATOMIC_RELAXED
-                                                                         : __ATOMIC_SEQ_CST);
-    /* The serial side's membarrier orders this store before its reads; without it, the
-     * seq_cst store and load below order it. */
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (ITM_LIKELY(__atomic_load_n(&serial_owner, __ATOMIC_SEQ_CST) == NULL)) return;
-    __atomic_store_n(&r->active, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->record->active, 0, __ATOMIC_RELEASE);
     wait_no_owner();
+    itm_mark_active(t);
+    if (__atomic_load_n(&itm_serial_owner, __ATOMIC_SEQ_CST) == NULL) return;
   }
 }
 
@@ -89,7 +85,7 @@ void itm_enter_serial(itm_thread *t) {
   __atomic_store_n(&me->active, 0, __ATOMIC_RELEASE);
   for (;;) {
     itm_record *expected = NULL;
-    if (__atomic_compare_exchange_n(&serial_owner, &expected, me, false, __ATOMIC_SEQ_CST,
+    if (__atomic_compare_exchange_n(&itm_serial_owner, &expected, me, false, __ATOMIC_SEQ_CST,
                                     __ATOMIC_RELAXED))
       break;
     wait_no_owner();
@@ -102,13 +98,9 @@ void itm_enter_serial(itm_thread *t) {
   t->want_serial = false;
 }
 
-void itm_leave(itm_thread *t) {
-  itm_stack_top = 0;
-  if (ITM_UNLIKELY(t->serial)) {
-    t->serial = false;
-    __atomic_store_n(&serial_owner, NULL, __ATOMIC_RELEASE);
-  }
-  __atomic_store_n(&t->record->active, 0, __ATOMIC_RELEASE);
+void itm_leave_serial(itm_thread *t) {
+  t->serial = false;
+  __atomic_store_n(&itm_serial_owner, NULL, __ATOMIC_RELEASE);
 }
 
 void itm_go_serial(void) {

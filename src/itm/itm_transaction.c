@@ -24,6 +24,12 @@ static inline bool needs_serial(uint32_t properties) {
   return (properties & itm_pr_doesGoIrrevocable) || !(properties & itm_pr_instrumentedCode);
 }
 
+/* Which code runs: the uninstrumented path only in serial mode (alone), when there is one. */
+static inline uint32_t answer(const itm_thread *t, const itm_checkpoint *cp) {
+  return t->serial && (cp->properties & itm_pr_uninstrumentedCode) ? itm_a_runUninstrumentedCode
+                                                                   : itm_a_runInstrumentedCode;
+}
+
 /* Called by _ITM_beginTransaction before tm_start_: the level's checkpoint and flags.
  * `caller_sp`: the caller's stack pointer after the return. */
 itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
@@ -48,14 +54,17 @@ itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
   cp->flags = flags;
   cp->properties = properties;
   cp->entered = 0;
+  cp->first_code = answer(t, cp) | itm_a_saveLiveVariables;
+  t->depth = depth + 1; /* tm_start_ begins the level next */
   return cp;
 }
 
-/* Called by _ITM_beginTransaction after each return from tm_start_ (`started`: 1, the
- * level runs; 0, it was cancelled): the ABI's answer, or 0 to begin again. */
+/* Called by _ITM_beginTransaction when tm_start_ returns again after a rollback
+ * (`started`: 1, the level begins again; 0, it was cancelled): the ABI's answer, or 0 to
+ * begin again (the switch to serial mode). */
 uint32_t itm_begin_result(itm_checkpoint *cp, int started) {
   itm_thread *t = itm_self;
-  if (ITM_UNLIKELY(!started)) {
+  if (!started) {
     t->depth = cp->level - 1;
     if (t->entry_count) itm_actions_undo(t, cp->level);
     if (cp->level == 1) { /* the top level is over */
@@ -69,15 +78,8 @@ uint32_t itm_begin_result(itm_checkpoint *cp, int started) {
     return itm_a_abortTransaction | itm_a_restoreLiveVariables;
   }
   t->depth = cp->level;
-  uint32_t code = t->serial && (cp->properties & itm_pr_uninstrumentedCode)
-                      ? itm_a_runUninstrumentedCode
-                      : itm_a_runInstrumentedCode;
-  if (ITM_UNLIKELY(cp->entered)) { /* rolled back and begun again */
-    if (t->entry_count) itm_actions_undo(t, cp->level);
-    return code | itm_a_restoreLiveVariables;
-  }
-  cp->entered = 1;
-  return code | itm_a_saveLiveVariables;
+  if (t->entry_count) itm_actions_undo(t, cp->level);
+  return answer(t, cp) | itm_a_restoreLiveVariables;
 }
 
 void _ITM_commitTransaction(void) {
