@@ -63,7 +63,8 @@ extern __thread itm_thread *itm_self;
  * with a plain load after storing it through a barrier. Stores to the stack therefore go
  * to memory at once, never to a write set:
  *   - below itm_stack_top (the outermost block's caller's stack pointer when the block
- *     began; 0 outside) lie only frames the transaction made, dead after it: plain stores
+ *     began; set at every top-level begin, stale outside blocks) lie only frames the
+ *     transaction made, dead after it: plain stores
  *     (a write-back commit would otherwise write into its own frames, a rollback restore
  *     into the rollback's);
  *   - above it, frames that outlive the block: logged (undone on rollback), then stored.
@@ -117,7 +118,6 @@ static inline void itm_enter_shared(itm_thread *t) {
 /* The top-level block ended (commit or cancel): inactive, and out of serial mode. */
 void itm_leave_serial(itm_thread *t);
 static inline void itm_leave(itm_thread *t) {
-  itm_stack_top = 0;
   if (ITM_UNLIKELY(t->serial)) itm_leave_serial(t);
   __atomic_store_n(&t->record->active, 0, __ATOMIC_RELEASE);
 }
