@@ -2,8 +2,9 @@
 # compare_itm.sh: txalloc's TM against GCC's libitm on the same intset code
 # (docs/results/stm.md has its current tables).
 #
-#   bench/tm/compare_itm.sh [--build DIR] [--runs N] [--duration S] [--mode table|shift]
-#                           [--raw FILE] [-- EXTRA_INTSET_FLAGS...]
+#   bench/tm/compare_itm.sh [--build DIR] [--runs N] [--duration S]
+#                           [--mode table|shift|itm] [--threads LIST] [--raw FILE]
+#                           [-- EXTRA_INTSET_FLAGS...]
 #
 # --mode table (default): build/bench/intset (txalloc, default options plus EXTRA flags)
 #   against build/bench/intset-itm with ITM_DEFAULT_METHOD=ml_wt and with libitm's
@@ -21,6 +22,11 @@
 # --mode shift: the linked list, 60 % updates, 2 threads, 16-byte nodes, stripe shift 4
 #   against 5 (Baldassin et al. Figure 6): medians of ops/s, abort rate, false-conflict
 #   share and the speed-up of shift 4.
+# --mode itm: the same intset-itm binary on libitm ml_wt and on txalloc through the GCC TM
+#   ABI (LD_PRELOAD=build/libtxalloc-itm.so, docs/itm.md), against the native build
+#   build/bench/intset, for list/hash/rbtree x 0/20/60 % updates at --threads (default
+#   "1 2"): medians of ops/s, and txalloc-itm / ml_wt and txalloc-itm / native as medians
+#   of the per-run ratios, in ops/s and in CPU time per operation.
 # Every run's JSON line is appended to --raw FILE when given. Progress goes to stderr, the
 # markdown table to stdout.
 set -euo pipefail
@@ -30,6 +36,7 @@ build="$here/../../build"
 runs=5
 duration=1
 mode=table
+threads="1 2"
 raw=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,22 +45,27 @@ while [ $# -gt 0 ]; do
   --duration) duration=$2; shift 2 ;;
   --mode) mode=$2; shift 2 ;;
   --raw) raw=$2; shift 2 ;;
+  --threads) threads=$2; shift 2 ;;
   --help | -h) sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --) shift; break ;;
   *) echo "compare_itm.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-case "$mode" in table | shift) ;; *) echo "compare_itm.sh: --mode table|shift" >&2; exit 2 ;; esac
+case "$mode" in table | shift | itm) ;; *) echo "compare_itm.sh: --mode table|shift|itm" >&2; exit 2 ;; esac
+if [ "$mode" = itm ] && [ ! -r "$build/libtxalloc-itm.so" ]; then
+  echo "compare_itm.sh: $build/libtxalloc-itm.so not built" >&2; exit 2
+fi
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "compare_itm.sh: --runs must be a positive integer" >&2; exit 2; }
 for prog in intset intset-itm; do
   [ -x "$build/bench/$prog" ] || { echo "compare_itm.sh: $build/bench/$prog not built" >&2; exit 2; }
 done
 
-exec python3 - "$build/bench" "$runs" "$duration" "$mode" "$raw" "$@" <<'PYTHON'
+exec python3 - "$build/bench" "$runs" "$duration" "$mode" "$raw" "$threads" "$@" <<'PYTHON'
 import json, math, os, statistics, subprocess, sys
 
 bench, runs, duration, mode, raw = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-extra = sys.argv[6:]
+thread_counts = [int(t) for t in sys.argv[6].split()]
+extra = sys.argv[7:]
 raw_file = open(raw, "a") if raw else None
 
 
@@ -227,7 +239,50 @@ def shift():
     print("Speed-up of shift 4 over shift 5 (Figure 6 plots this minus 1): %.3f" % (ops[4] / ops[5]))
 
 
+def itm_table():
+    preload = os.path.join(os.path.dirname(bench), "libtxalloc-itm.so")
+    variants = [("native", "intset", extra, {}),
+                ("txalloc_itm", "intset-itm", [], {"LD_PRELOAD": preload}),
+                ("ml_wt", "intset-itm", [], {"ITM_DEFAULT_METHOD": "ml_wt"})]
+    cpu_per_op = lambda d: d["results"]["cpu_s"] / max(1, d["results"]["ops"])
+    rows, r_ml, r_nat = [], [], []
+    for structure in ("list", "hash", "rbtree"):
+        for update in (0, 20, 60):
+            for threads in thread_counts:
+                args = ["--structure", structure, "--update", str(update), "--threads", str(threads)]
+                got = {name: [] for name, _, _, _ in variants}
+                for r in range(runs):
+                    for name, program, flags, env in variants:
+                        got[name].append(run(program, args + ["--seed", str(r + 1)] + flags, env))
+                ops = {n: median([d["results"]["ops_per_s"] for d in ds]) for n, ds in got.items()}
+                ratio = lambda a, b: median([x["results"]["ops_per_s"] / y["results"]["ops_per_s"]
+                                             for x, y in zip(got[a], got[b])])
+                cpu = lambda a, b: median([cpu_per_op(y) / cpu_per_op(x) for x, y in zip(got[a], got[b])])
+                row = (structure, update, threads, ops["ml_wt"], ops["txalloc_itm"], ops["native"],
+                       ratio("txalloc_itm", "ml_wt"), ratio("txalloc_itm", "native"),
+                       cpu("txalloc_itm", "ml_wt"), cpu("txalloc_itm", "native"))
+                rows.append(row)
+                r_ml.append(row[6])
+                r_nat.append(row[7])
+                print("%-6s %3d%% %dt: ml_wt %.0f  txalloc-itm %.0f  native %.0f" % row[:6],
+                      file=sys.stderr, flush=True)
+    geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
+    print("intset-itm on libitm ml_wt and on txalloc (LD_PRELOAD=libtxalloc-itm.so), and the native"
+          " build (intset); 4096 keys of 8192; median of %d runs of %s s each, interleaved;"
+          " ratios: medians of the per-run ratios (CPU: of CPU time per operation, inverted so"
+          " that above 1 means txalloc-itm is faster)." % (runs, duration))
+    print()
+    print("| structure | update | threads | ml_wt ops/s | txalloc-itm ops/s | native ops/s "
+          "| itm / ml_wt | itm / native | itm / ml_wt CPU | itm / native CPU |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print("| %s | %d %% | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f |" % row)
+    print()
+    print("Geometric means: txalloc-itm / ml_wt %.2f (min %.2f); txalloc-itm / native %.2f (min %.2f)"
+          % (geo(r_ml), min(r_ml), geo(r_nat), min(r_nat)))
+
+
 load_before = loadavg()
-table() if mode == "table" else shift()
+{"table": table, "shift": shift, "itm": itm_table}[mode]()
 machine_note(load_before)
 PYTHON

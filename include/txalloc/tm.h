@@ -141,6 +141,11 @@ TXALLOC_API void tm_commit_(void);
 TM_NORETURN_ TXALLOC_API void tm_restart(void);
 /* Abort the innermost transaction, discard its effects, and continue after its block. */
 TM_NORETURN_ TXALLOC_API void tm_abort(void);
+/* Abort the outermost transaction (every level) and run it again, or discard its effects
+ * and continue after its block: what a caller that nests blocks it does not see needs (the
+ * GCC TM ABI's outer aborts and its switch to serial mode, src/itm). */
+TM_NORETURN_ TXALLOC_API void tm_restart_outermost(void);
+TM_NORETURN_ TXALLOC_API void tm_abort_outermost(void);
 /* Become irrevocable now (may restart the transaction first to get there). */
 TXALLOC_API void tm_become_irrevocable(void);
 /* Makes every transaction running now (on any thread) validate its reads at its next load

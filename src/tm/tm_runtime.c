@@ -507,6 +507,16 @@ void tm_abort(void) {
   abort_to(tx, tm_conflict_level(tx), TM_ABORT_EXPLICIT, TM_CLASS_NONE, TM_JUMP_CANCEL);
 }
 
+void tm_restart_outermost(void) {
+  tm_tx *tx = current_or_die("tm_restart_outermost outside a transaction");
+  abort_to(tx, 1, TM_ABORT_EXPLICIT, TM_CLASS_NONE, TM_JUMP_RETRY);
+}
+
+void tm_abort_outermost(void) {
+  tm_tx *tx = current_or_die("tm_abort_outermost outside a transaction");
+  abort_to(tx, 1, TM_ABORT_EXPLICIT, TM_CLASS_NONE, TM_JUMP_CANCEL);
+}
+
 void tm_become_irrevocable(void) {
   tm_tx *tx = tm_self;
   if (!tx || tx->depth == 0) return;
