@@ -49,16 +49,19 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   uint64_t n = atomic_fetch_add_explicit(&key_counter, 1, memory_order_relaxed);
   uintptr_t key = mix64(txa_g.secret ^ mix64((uintptr_t)b + n * UINT64_C(0x9e3779b97f4a7c15))) |
                   (UINT64_C(1) << 63); /* encoded NULL is never an address */
-  (void)h;
+  /* Consecutive blocks of a bin take consecutive colours (size_class.c), all within the
+   * class's unused tail: the capacity stays the class's. */
+  uint32_t colour = ci->colour_step * (h->bins[c].colour++ % ci->colours);
+  uint32_t first = ci->first_offset + colour;
   b->span_kind = ci->span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
   b->key_shared = key;
   b->inverse = ci->inverse;
-  b->first_offset = ci->first_offset;
+  b->first_offset = first;
   b->size = ci->size;
   b->class_shared = (uint16_t)c;
   b->capacity = ci->capacity;
   b->free = NULL;
-  b->bump = (char *)b + ci->first_offset;
+  b->bump = (char *)b + first;
   b->bump_end = b->bump + (size_t)ci->capacity * ci->size;
   b->key = key;
   b->next = b->prev = NULL;

@@ -10,6 +10,9 @@
 /* ---- Size classes (size_class.c) ---- */
 /* Fills the class table (the one function a placement policy replaces). */
 void txa_classes_init(void);
+/* The smallest class of at least `size` bytes whose objects are all aligned to `align`
+ * (aligned-only classes included); txa_class_count when there is none. */
+unsigned txa_aligned_class(size_t size, size_t align);
 
 /* ---- Region map (region.c) ---- */
 /* Marks the granules of [start, start+size) as `kind`. False when a leaf could not be
