@@ -9,10 +9,11 @@
  * set. Each block's first object sits at the class's first offset plus the bin's next
  * colour (consecutive colours, multiples of 64 and of the class's alignment, within the
  * block's unused tail); every object lies inside its block, after the header, apart from
- * its neighbours; aligned allocation returns aligned objects for every power-of-two
- * alignment 16 B .. 256 KiB and sizes around it, a power of two aligned to itself without
- * waste. Placement off: the base table (16-byte steps to 128 B, then 8 per doubling), no
- * colour, and the crowding the placement exists to avoid (512 B on 8 sets, 1 KiB on 4). */
+ * its neighbours; every request up to 1 KiB has a class in 16 KiB blocks; aligned allocation
+ * returns aligned objects for every power-of-two alignment 16 B .. 256 KiB and sizes around it, a
+ * power of two aligned to itself without waste. Placement off: the base table (16-byte steps to 128
+ * B, then 8 per doubling), no colour, and the crowding the placement exists to avoid (512 B on 8
+ * sets, 1 KiB on 4). */
 #include "alloc/internal.h"
 #include "alloc_test.h"
 #include "check.h"
@@ -131,6 +132,16 @@ static void check_table(bool on) {
     n++;
   }
   CHECKF(n == TXA_BASE_CLASSES, "%zu classes reached by malloc", n);
+  /* The layers above free requests of up to TXA_DIRECT_SMALL_MAX as small-block objects. */
+  for (size_t size = 1; size <= TXA_MEDIUM_MAX; size++) {
+    const txa_class_info *ci = class_of(size);
+    bool small = ci->span_shift == TXA_BLOCK_SHIFT;
+    if (ci->size < size || ci->aligned_only || (size <= TXA_DIRECT_SMALL_MAX && !small)) {
+      CHECKF(0, "request %zu: class %u (%s, span 2^%u)", size, ci->size,
+             ci->aligned_only ? "aligned only" : "malloc", ci->span_shift);
+      break;
+    }
+  }
   CHECKF(txalloc_class_count() == txa_class_count, "txalloc_class_count %zu",
          txalloc_class_count());
 }
