@@ -291,9 +291,8 @@ static void *aligned(size_t align, size_t size) {
   if (align <= 16) return txalloc_malloc(size);
   txa_init();
   if (size <= TXA_MEDIUM_MAX && align <= TXA_MEDIUM_MAX) {
-    /* A class whose natural alignment suffices: every object of it is aligned. */
-    for (unsigned c = txa_size_class(size); c < TXA_CLASSES; c++)
-      if (txa_classes[c].align >= align) return class_alloc(c, 0);
+    unsigned c = txa_aligned_class(size, align);
+    if (c < txa_class_count) return class_alloc(c, 0);
   }
   return txa_large_alloc(size, align, false);
 }

@@ -79,10 +79,14 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   uint64_t n = atomic_fetch_add_explicit(&key_counter, 1, memory_order_relaxed);
   uintptr_t key = mix64(txa_g.secret ^ mix64((uintptr_t)b + n * UINT64_C(0x9e3779b97f4a7c15))) |
                   (UINT64_C(1) << 63); /* encoded NULL is never an address */
+  /* Consecutive blocks of a bin take consecutive colours (size_class.c), all within the
+   * class's unused tail: the capacity stays the class's. */
+  uint32_t colour = ci->colour_step * (h->bins[c].colour++ % ci->colours);
+  uint32_t first = ci->first_offset + colour;
   b->span_kind = ci->span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
   b->key_shared = key;
   b->inverse = ci->inverse;
-  b->first_offset = ci->first_offset;
+  b->first_offset = first;
   b->size = ci->size;
   b->class_shared = (uint16_t)c;
   b->capacity = ci->capacity;
@@ -90,8 +94,8 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   /* The heap's colour: bump [start, end) first, then [first object, start). */
   uint32_t start = (uint32_t)(((uint64_t)ci->capacity * h->colour) >> 32);
   b->wrap_objects = start;
-  b->bump = (char *)b + ci->first_offset + (size_t)start * ci->size;
-  b->bump_end = (char *)b + ci->first_offset + (size_t)ci->capacity * ci->size;
+  b->bump = (char *)b + first + (size_t)start * ci->size;
+  b->bump_end = (char *)b + first + (size_t)ci->capacity * ci->size;
   b->key = key;
   b->next = b->prev = NULL;
   b->used = 0;

@@ -10,6 +10,9 @@
 /* ---- Size classes (size_class.c) ---- */
 /* Fills the class table (the one function a placement policy replaces). */
 void txa_classes_init(void);
+/* The smallest class of at least `size` bytes whose objects are all aligned to `align`
+ * (aligned-only classes included); txa_class_count when there is none. */
+unsigned txa_aligned_class(size_t size, size_t align);
 
 /* ---- Stripe-spaced class tables (stripe_class.c) ---- */
 /* Applies option stripe to txa_class_by_16 and starts txa_spaced_class_by_16 from it. */

@@ -55,9 +55,13 @@
 #define TXA_BLOCK_HEADER 192 /* three cache lines, see txa_block */
 
 /* ---- Size classes (size_class.c) ---- */
-#define TXA_CLASSES 88                      /* 8 by 16 B up to 128 B, then 8 per doubling */
-#define TXA_SMALL_MAX ((size_t)1024)        /* classes up to here live in 16 KiB blocks */
-#define TXA_MEDIUM_MAX ((size_t)128 * 1024) /* largest class; above: large objects */
+#define TXA_BASE_CLASSES 88 /* 8 by 16 B up to 128 B, then 8 per doubling */
+/* Room in the table: the base classes (adjusted by cache-index-aware placement) and the
+ * ten powers of two 256 B .. 128 KiB that placement may move out of malloc's reach, kept
+ * for aligned allocation. txa_class_count says how many are in use. */
+#define TXA_CLASSES (TXA_BASE_CLASSES + 10)
+#define TXA_SMALL_MAX ((size_t)1024)        /* requests up to here are served from 16 KiB blocks */
+#define TXA_MEDIUM_MAX ((size_t)128 * 1024) /* largest request of a class; above: large */
 #define TXA_LARGE_HEADER 64
 
 typedef struct txa_class_info {
@@ -67,15 +71,19 @@ typedef struct txa_class_info {
   uint32_t span_shift;   /* log2 of the block size */
   uint32_t align;        /* every object of the class is aligned to this */
   uint64_t inverse;      /* floor(2^40 / size) + 1: offset / size by multiplication */
+  uint32_t colours;      /* first-object offsets a block may get: first_offset + k x step */
+  uint32_t colour_step;  /* a multiple of align and of 64; k < colours keeps capacity */
+  bool aligned_only;     /* reached by aligned allocation only, never by a size lookup */
 } txa_class_info;
 
-extern txa_class_info txa_classes[TXA_CLASSES];
+extern txa_class_info txa_classes[TXA_CLASSES]; /* sizes ascending */
+extern unsigned txa_class_count;
 /* Class of a request of `size` bytes (size <= TXA_MEDIUM_MAX). */
 extern uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
-extern uint8_t txa_class_by_128[TXA_MEDIUM_MAX / 128 + 1];
+extern uint8_t txa_class_by_64[TXA_MEDIUM_MAX / 64 + 1]; /* medium classes: whole lines */
 static inline unsigned txa_size_class(size_t size) {
   return size <= TXA_SMALL_MAX ? txa_class_by_16[(size + 15) >> 4]
-                               : txa_class_by_128[(size + 127) >> 7];
+                               : txa_class_by_64[(size + 63) >> 6];
 }
 
 /* ---- Region map (region.c) ---- */
@@ -186,6 +194,7 @@ typedef struct txa_bin {
   uint64_t free_seen; /* free objects found on arriving at blocks, this traversal */
   uint64_t cap_seen;  /* capacity of the blocks inspected, this traversal */
   bool grow;          /* last traversal found < bin_grow_percent free: add a block */
+  uint32_t colour;    /* colour of the next block initialised for this bin (mod colours) */
 } txa_bin;
 
 typedef struct txa_class_counters {

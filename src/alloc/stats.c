@@ -93,7 +93,10 @@ TXALLOC_API void txalloc_stats_get(txalloc_stats *out) {
   out->large_cache_bytes = gauge(&txa_large_cached);
 }
 
-TXALLOC_API size_t txalloc_class_count(void) { return TXA_CLASSES; }
+TXALLOC_API size_t txalloc_class_count(void) {
+  txa_init();
+  return txa_class_count;
+}
 
 TXALLOC_API size_t txalloc_class_stats_get(txalloc_class_stats *out, size_t max) {
   txa_init();
@@ -101,7 +104,7 @@ TXALLOC_API size_t txalloc_class_stats_get(txalloc_class_stats *out, size_t max)
   txa_lock_acquire(&txa_heap_lock);
   sum_classes(cls);
   txa_lock_release(&txa_heap_lock);
-  size_t n = max < TXA_CLASSES ? max : TXA_CLASSES;
+  size_t n = max < txa_class_count ? max : txa_class_count;
   memcpy(out, cls, n * sizeof *out);
   return n;
 }
@@ -137,7 +140,7 @@ TXALLOC_API void txalloc_stats_print_json(int fd) {
   txalloc_stats s;
   txalloc_stats_get(&s);
   txalloc_class_stats cls[TXA_CLASSES];
-  txalloc_class_stats_get(cls, TXA_CLASSES);
+  size_t classes = txalloc_class_stats_get(cls, TXA_CLASSES);
   outbuf o = {.fd = fd};
   const char *sep = "";
   out_printf(&o, "{");
@@ -149,7 +152,7 @@ TXALLOC_API void txalloc_stats_print_json(int fd) {
 #undef TXA_JSON_
   out_printf(&o, ", \"classes\": [");
   sep = "";
-  for (unsigned c = 0; c < TXA_CLASSES; c++) {
+  for (unsigned c = 0; c < classes; c++) {
     if (!cls[c].allocs && !cls[c].frees) continue;
     out_printf(&o, "%s{\"size\": %llu, \"allocs\": %llu, \"frees\": %llu, \"remote_frees\": %llu}",
                sep, (unsigned long long)cls[c].size, (unsigned long long)cls[c].allocs,
@@ -164,7 +167,7 @@ TXALLOC_API void txalloc_stats_print(int fd) {
   txalloc_stats s;
   txalloc_stats_get(&s);
   txalloc_class_stats cls[TXA_CLASSES];
-  txalloc_class_stats_get(cls, TXA_CLASSES);
+  size_t classes = txalloc_class_stats_get(cls, TXA_CLASSES);
   outbuf o = {.fd = fd};
   out_printf(&o, "txalloc statistics (pid %d)\n", (int)getpid());
 #define TXA_TEXT_(name, doc)                                                                       \
@@ -173,7 +176,7 @@ TXALLOC_API void txalloc_stats_print(int fd) {
   TXALLOC_STATS_GAUGES(TXA_TEXT_)
 #undef TXA_TEXT_
   out_printf(&o, "  %8s %14s %14s %14s\n", "class", "allocs", "frees", "remote_frees");
-  for (unsigned c = 0; c < TXA_CLASSES; c++) {
+  for (unsigned c = 0; c < classes; c++) {
     if (!cls[c].allocs && !cls[c].frees) continue;
     out_printf(&o, "  %8llu %14llu %14llu %14llu\n", (unsigned long long)cls[c].size,
                (unsigned long long)cls[c].allocs, (unsigned long long)cls[c].frees,

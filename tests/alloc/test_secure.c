@@ -73,11 +73,12 @@ int main(void) {
   enum { N = 3000 };
   static void *p[N];
 
-  /* (3) a never-allocated object: the slot after the last object of a fresh block. Use a
-   * class nothing else uses (1024 B: 15 objects per 16 KiB block). */
+  /* (3) a never-allocated object: the slot after the first object of a fresh block. Use a
+   * class nothing else uses (the one of 1 KiB requests: at least 14 objects a block). */
   char *first = txalloc_malloc(1024);
   CHECK(first != NULL);
-  char *next_slot = first + 1024; /* the bump pointer's next object, if the block is fresh */
+  /* the bump pointer's next object, the block being fresh */
+  char *next_slot = first + txalloc_usable_size(first);
   txalloc_owner o = txalloc_owner_of(next_slot);
   CHECK(o == TXALLOC_SMALL);
   txalloc_free(next_slot);

@@ -9,6 +9,7 @@ node), and with --tm the TM's statistics, aborts by cause including "capacity".
     --each NAME=V1,V2,...  run once per value of --NAME (several --each: the product)
     --env VAR=VALUE        set in the program's environment
     --expect KEY.KEY=V     the JSON holds V at that path (repeatable)
+    --at-least KEY.KEY=N   the JSON holds a number >= N at that path (repeatable)
 --duration values are multiplied by TXALLOC_TEST_SCALE (check_run.py's rule)."""
 import itertools
 import json
@@ -70,6 +71,18 @@ def check(cmd, p):
     return d
 
 
+def check_at_least(d, minima):
+    for path, least in minima:
+        node = d
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                fail("JSON has no %s" % path)
+            node = node[part]
+        if not isinstance(node, (int, float)) or node < least:
+            fail("%s is %r, expected at least %r (node size %s)" % (path, node, least,
+                                                                   d["params"]["node_size"]))
+
+
 def main():
     argv = sys.argv[1:]
     if "--" not in argv:
@@ -77,7 +90,7 @@ def main():
     sep = argv.index("--")
     opts, cmd = argv[:sep], argv[sep + 1:]
     env = dict(os.environ)
-    each, expected = [], []
+    each, expected, minima = [], [], []
     for o, value in zip(opts[::2], opts[1::2]):
         if o == "--each":
             name, _, values = value.partition("=")
@@ -91,6 +104,14 @@ def main():
                 expected.append((path, json.loads(text)))
             except ValueError:
                 expected.append((path, text))
+        elif o == "--at-least":
+            path, _, text = value.partition("=")
+            try:
+                minima.append((path, json.loads(text)))
+            except ValueError:
+                minima.append((path, None))
+            if not isinstance(minima[-1][1], (int, float)):
+                fail("--at-least %s: not a number" % value)
         else:
             fail("unknown option " + o)
     if len(opts) % 2:
@@ -100,6 +121,7 @@ def main():
         full = [cmd[0]] + scaled(cmd[1:] + ["--%s=%s" % nv for nv in combo])
         d = check(full, run(full, env))
         check_expected(d, expected)
+        check_at_least(d, minima)
         print("  ok: %d of %d sets, %s traversals/s" % (d["results"]["l1_sets_used"],
               d["results"]["l1_sets"], round(d["results"]["traversals_per_s"])), file=sys.stderr)
         runs += 1
