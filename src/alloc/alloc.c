@@ -53,6 +53,11 @@ static inline void *alloc_size(size_t size, size_t zero_bytes) {
 
 TXALLOC_API void *txalloc_malloc(size_t size) { return alloc_size(size, 0); }
 
+void *txa_class_malloc(unsigned c, bool zero) {
+  txa_init();
+  return class_alloc(c, zero ? txa_classes[c].size : 0);
+}
+
 TXALLOC_API void *txalloc_calloc(size_t count, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(count, size, &total)) {

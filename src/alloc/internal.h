@@ -13,6 +13,8 @@ void txa_classes_init(void);
 /* The smallest class of at least `size` bytes whose objects are all aligned to `align`
  * (aligned-only classes included); txa_class_count when there is none. */
 unsigned txa_aligned_class(size_t size, size_t align);
+/* malloc (zero: calloc) from class c itself, whatever the size lookup would choose. */
+void *txa_class_malloc(unsigned c, bool zero);
 
 /* ---- Stripe-spaced class tables (stripe_class.c) ---- */
 /* Applies option stripe to txa_class_by_16 and starts txa_spaced_class_by_16 from it. */

@@ -98,15 +98,14 @@ bool txa_set_spacing(size_t stripe) {
 
 size_t txa_spacing(void) { return spaced_stripe; }
 
-/* The spaced request's class size, which txalloc_malloc serves from that very class: the
- * plain table maps a class size to its class unless option stripe remapped it, and then
- * the spaced stripe is at least the option's, so the class qualifies for both. */
-static size_t spaced_size(size_t size) {
-  if (size > TXA_DIRECT_SMALL_MAX) return size;
+/* The slow path of a spaced request: the spaced class itself, which the plain lookup may
+ * not reach (a class only aligned allocation reaches, or one option stripe remapped). */
+static void *spaced_alloc(size_t size, bool zero) {
+  if (size > TXA_DIRECT_SMALL_MAX) return zero ? txalloc_calloc(1, size) : txalloc_malloc(size);
   txa_init();
-  return txa_classes[__atomic_load_n(&txa_spaced_class_by_16[(size + 15) >> 4], __ATOMIC_RELAXED)]
-      .size;
+  return txa_class_malloc(
+      __atomic_load_n(&txa_spaced_class_by_16[(size + 15) >> 4], __ATOMIC_RELAXED), zero);
 }
 
-void *txa_spaced_malloc(size_t size) { return txalloc_malloc(spaced_size(size)); }
-void *txa_spaced_calloc(size_t size) { return txalloc_calloc(1, spaced_size(size)); }
+void *txa_spaced_malloc(size_t size) { return spaced_alloc(size, false); }
+void *txa_spaced_calloc(size_t size) { return spaced_alloc(size, true); }
