@@ -126,6 +126,7 @@ void tx_backend_json_stats(bench_json *j) {
     bench_json_uint(j, NULL, s.retry_histogram[k]);
   bench_json_end(j);
   bench_json_end(j);
+  bench_json_thrifty_stats(j);
 }
 
 void tx_backend_describe(FILE *out) {
