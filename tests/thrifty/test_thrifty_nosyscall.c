@@ -55,14 +55,18 @@ static TM_TEST_TX void push(size_t size, int many) {
   }
 }
 
-static TM_TEST_TX void pop(void) {
+/* Returns whether it found a node. */
+static TM_TEST_TX bool pop(void) {
+  volatile bool found = false;
   TM_ATOMIC {
     node *n = tm_load_ptr((void **)&top);
+    found = n != NULL;
     if (n) {
       tm_store_ptr((void **)&top, tm_load_ptr((void **)&n->next));
       tm_free(n);
     }
   }
+  return found;
 }
 
 static TM_TEST_TX void cancelled(size_t size) {
@@ -84,7 +88,8 @@ static void run_ops(unsigned seed) {
     default: txmem_free(txmem_malloc(size)); break;
     }
   }
-  while (top) pop();
+  while (pop()) {
+  }
 }
 
 /* Each thread runs the workload once per round, between two barriers; it never exits
