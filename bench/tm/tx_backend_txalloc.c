@@ -85,7 +85,8 @@ void tx_backend_json_tm(bench_json *j) {
   for (size_t i = 0; i < txalloc_option_count(); i++) {
     const txalloc_option_info *o = txalloc_option_at(i);
     if (strcmp(o->layer, "tm") == 0 || strcmp(o->layer, "txmem") == 0 ||
-        strcmp(o->layer, "thrifty") == 0) json_option(j, i);
+        strcmp(o->layer, "thrifty") == 0)
+      json_option(j, i);
   }
   bench_json_end(j);
 }
