@@ -2,6 +2,8 @@
 #include "bench_txalloc.h"
 
 #include "txalloc/options.h"
+#include "txalloc/thrifty.h"
+#include "txalloc/txmem.h"
 
 static bool find(const char *name, bool *is_bool) {
   int index = txalloc_option_find(name);
@@ -29,3 +31,15 @@ void bench_txalloc_usage(FILE *out, const char *heading) {
 }
 
 const bench_flag_set bench_txalloc_flags = {find, txalloc_option_set};
+
+void bench_json_thrifty_stats(bench_json *j) {
+  if (txmem_get_strategy() != TXMEM_THRIFTY) return;
+  thrifty_stats s;
+  thrifty_stats_get(&s);
+  bench_json_object(j, "thrifty_stats");
+#define BENCH_THRIFTY_STAT_(field, doc) bench_json_uint(j, #field, s.field);
+  THRIFTY_STATS_COUNTERS(BENCH_THRIFTY_STAT_)
+  THRIFTY_STATS_GAUGES(BENCH_THRIFTY_STAT_)
+#undef BENCH_THRIFTY_STAT_
+  bench_json_end(j);
+}

@@ -5,11 +5,16 @@
 #ifndef TXALLOC_BENCH_TXALLOC_H
 #define TXALLOC_BENCH_TXALLOC_H
 
+#include "bench.h"
 #include "bench_args.h"
 
 extern const bench_flag_set bench_txalloc_flags;
 
 /* Prints `heading`, then every option as a flag. */
 void bench_txalloc_usage(FILE *out, const char *heading);
+
+/* "thrifty_stats": every counter and gauge of the bounded allocator (txalloc/thrifty.h),
+ * when txmem runs strategy thrifty; nothing otherwise. */
+void bench_json_thrifty_stats(bench_json *j);
 
 #endif

@@ -84,7 +84,9 @@ void tx_backend_json_tm(bench_json *j) {
   bench_json_object(j, "tm_options");
   for (size_t i = 0; i < txalloc_option_count(); i++) {
     const txalloc_option_info *o = txalloc_option_at(i);
-    if (strcmp(o->layer, "tm") == 0 || strcmp(o->layer, "txmem") == 0) json_option(j, i);
+    if (strcmp(o->layer, "tm") == 0 || strcmp(o->layer, "txmem") == 0 ||
+        strcmp(o->layer, "thrifty") == 0)
+      json_option(j, i);
   }
   bench_json_end(j);
 }
@@ -126,6 +128,7 @@ void tx_backend_json_stats(bench_json *j) {
     bench_json_uint(j, NULL, s.retry_histogram[k]);
   bench_json_end(j);
   bench_json_end(j);
+  bench_json_thrifty_stats(j);
 }
 
 void tx_backend_describe(FILE *out) {

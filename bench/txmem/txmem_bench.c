@@ -38,6 +38,7 @@ void txmem_bench_json_finish(bench_json *j, const txmem_stats *s, bool valid) {
   TXMEM_STATS_GAUGES(TXMEM_BENCH_STAT_)
 #undef TXMEM_BENCH_STAT_
   bench_json_end(j);
+  bench_json_thrifty_stats(j);
   bench_json_memory(j);
   bench_json_bool(j, "valid", valid);
   bench_json_finish(j);

@@ -315,6 +315,7 @@ typedef enum tm_abort_cause {
   TM_ABORT_CONFLICT,        /* htm-emul: another access to a line this attempt holds doomed it */
   TM_ABORT_CAPACITY,        /* htm-emul: the read or write set overflowed the modelled caches */
   TM_ABORT_UNFRIENDLY,      /* htm-emul: an operation a hardware TM cannot run (a system call) */
+  TM_ABORT_ALLOC_REFILL,    /* txmem thrifty: the thread's pool ran dry; refilled, then restarted */
   TM_ABORT_CAUSE_COUNT
 } tm_abort_cause;
 TXALLOC_API const char *tm_abort_cause_name(tm_abort_cause cause); /* "read_locked", ... */

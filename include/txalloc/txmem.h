@@ -63,13 +63,30 @@
  *   wrap-cache  wrap plus thread-local caches of aborted allocations and of committed frees,
  *               reused by later transactional allocations (Baldassin et al., Table 7).
  *   txalloc     integrated with txalloc_malloc/txalloc_free, balanced recycling (default).
+ *   thrifty     the bounded allocator (txalloc/thrifty.h, docs/thrifty.md): no system call
+ *               after the heap is mapped; every transactional free deferred to commit, as
+ *               wrap. A pool that runs dry inside a transaction asks the runtime to abort
+ *               the transaction, refill the pool outside it and restart it (below).
  * Objects passed to txmem_free must come from the strategy's allocator: malloc for wrap and
  * wrap-cache, txalloc_malloc (or malloc when libtxalloc.so is the process's malloc) for
- * txalloc; under txalloc a free inside a transaction of an object that is not txalloc's
- * (txalloc_owner_of) is deferred as usual and then handed to the process's free. Objects
- * txmem_malloc returns under txalloc must not be given to the process's free unless
+ * txalloc, thrifty_malloc for thrifty; under txalloc a free inside a transaction of an object that
+ * is not txalloc's (txalloc_owner_of) is deferred as usual and then handed to the process's free.
+ * Objects txmem_malloc returns under txalloc must not be given to the process's free unless
  * libtxalloc.so is the process's malloc (privatization then uses txmem_free or
  * txalloc_free). The strategy never changes while the process runs.
+ *
+ * ---- Refill (strategy thrifty; Carle et al. §3.3.2, Figure 3) ----
+ * An allocation inside a transaction never takes the heap lock. When the thread's pool
+ * cannot serve it, txmem calls the runtime's refill hook (txmem_set_refill_hook) with the
+ * request's size, on the transaction's thread, before it has changed anything. The hook
+ * either does not return: it rolls the transaction back to its top level (txmem_tx_abort(1)
+ * included, as for any abort), calls txmem_refill(size, n) outside any transaction, n being
+ * how many refills the block already had, and restarts the block; or it returns, when the
+ * attempt cannot be rolled back (irrevocable): txmem then refills in place. A runtime
+ * bounds the refills of one block (a transaction that needs more than the heap holds would
+ * otherwise restart forever) by running the next attempt irrevocably, where an allocation
+ * the heap cannot serve returns NULL (errno ENOMEM). With no hook (NULL, the default) txmem
+ * always refills in place. The other strategies never call the hook.
  *
  * ---- Conflict geometry (stripe-aware placement) ----
  *   txmem_set_conflict_geometry(shift, entries)  the runtime detects conflicts per stripe
@@ -127,6 +144,15 @@ TXALLOC_API void txmem_flush(void);
 typedef void (*txmem_stale_hook)(uint64_t epoch, void *arg);
 TXALLOC_API void txmem_set_stale_hook(txmem_stale_hook hook, void *arg);
 
+/* The refill hook (see "Refill" above): called inside a transaction whose allocation of
+ * `size` bytes needs a refill of the thread's pool. NULL (default): refill in place. */
+typedef void (*txmem_refill_hook)(size_t size, void *arg);
+TXALLOC_API void txmem_set_refill_hook(txmem_refill_hook hook, void *arg);
+/* Outside any transaction: refills the calling thread's pool so that it can serve `size`
+ * bytes, the pool doubled when `refills` (earlier refills of the same block) is nonzero.
+ * false: the heap cannot serve it. True at once under the other strategies. */
+TXALLOC_API bool txmem_refill(size_t size, unsigned refills);
+
 /* ---- Conflict geometry (see above) ---- */
 TXALLOC_API void txmem_set_conflict_geometry(unsigned stripe_shift, uint64_t entries);
 /* The geometry last reported (0, 0 when none). */
@@ -139,6 +165,7 @@ typedef enum txmem_strategy {
   TXMEM_WRAP = 0,
   TXMEM_WRAP_CACHE = 1,
   TXMEM_TXALLOC = 2,
+  TXMEM_THRIFTY = 3,
 } txmem_strategy;
 TXALLOC_API txmem_strategy txmem_get_strategy(void);
 TXALLOC_API const char *txmem_strategy_name(txmem_strategy s); /* "wrap", ... */

@@ -2,6 +2,7 @@
  * <layer>_options.def (all_layers.def). It sits above all layers so that none of them knows
  * the options of a layer above it; util's mechanism reads it through util/options.h. */
 #include "alloc/alloc_options.h"
+#include "thrifty/thrifty_options.h"
 #include "tm/tm_options.h"
 #include "txmem/txmem_options.h"
 #include "util/options.h"

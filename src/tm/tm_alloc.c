@@ -2,8 +2,9 @@
  * (include/txalloc/txmem.h, docs/txmem.md) through txmem's hooks, which tm_runtime.c calls
  * directly at every lifecycle event (before the subscribers of tm_register_callbacks: the
  * same events an external TM runtime would deliver through its callbacks, without the
- * indirect call). The strategy (wrap, wrap-cache, txalloc) and safe reuse are txmem's
- * options; this file forwards the allocation calls and installs the stale hook.
+ * indirect call). The strategy (wrap, wrap-cache, txalloc, thrifty) and safe reuse are
+ * txmem's options; this file forwards the allocation calls and installs the stale and
+ * refill hooks.
  *
  * What txmem requires of the runtime, and why this runtime meets it:
  *   - on_begin(d) for every level it can roll back on its own, before the level's first
@@ -32,9 +33,21 @@ static void validate_stale_transactions(uint64_t epoch, void *arg) {
   tm_request_validation();
 }
 
-/* Installed before main, so no limbo can grow before the hook is in place. */
+/* Strategy thrifty: a pool ran dry inside a transaction (txmem.h, "Refill"). A revocable
+ * attempt aborts with cause alloc_refill and restarts after the refill (tm_runtime.c); an
+ * irrevocable one cannot, and txmem refills in place. */
+static void refill_or_return(size_t size, void *arg) {
+  (void)arg;
+  tm_tx *tx = tm_self;
+  if (!tx || tx->depth == 0 || tx->irrevocable) return;
+  tm_abort_refill(tx, size);
+}
+
+/* Installed before main, so no limbo can grow (and no pool run dry in a transaction) before
+ * the hooks are in place. */
 __attribute__((constructor)) static void tm_alloc_subscribe(void) {
   txmem_set_stale_hook(validate_stale_transactions, NULL);
+  txmem_set_refill_hook(refill_or_return, NULL);
 }
 
 void *tm_malloc(size_t size) { return txmem_malloc(size); }

@@ -191,6 +191,8 @@ typedef struct tm_tx {
       TM_CACHE_LINE) tm_level top_level; /* levels[1], in the descriptor: no load to reach it */
   unsigned abort_status; /* tm_last_abort_status: the last abort's RTM-style bits (set by a
                             backend that models a hardware TM, in its rollback) */
+  unsigned top_refills;  /* pool refills the current top-level block had (tm_alloc.c) */
+  size_t refill_size;    /* the request an alloc_refill abort refills for (0: none) */
 } tm_tx;
 
 extern __thread tm_tx *tm_self __attribute__((tls_model("initial-exec")));
@@ -238,6 +240,10 @@ tm_tx *tm_thread_setup(void);
 tm_tx *tm_all_descriptors(void); /* every descriptor ever made, linked by all_next */
 /* Abort because of a conflict or validation failure at level `level` (1 = top; closed
  * nesting may escalate to a lower level), rolling back and jumping to its restart point. */
+/* Aborts the running revocable transaction to its top level with cause alloc_refill; the
+ * pool is refilled for `size` bytes before the restart, or, past the bound of refills per
+ * block, the restart runs irrevocably (tm_alloc.c). */
+_Noreturn void tm_abort_refill(tm_tx *tx, size_t size);
 _Noreturn void tm_abort_conflict(tm_tx *tx, unsigned level, tm_abort_cause cause,
                                  tm_conflict_class cls);
 /* A read-only attempt could not go on without a read set: the top level restarts, keeping

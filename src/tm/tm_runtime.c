@@ -48,6 +48,10 @@ static unsigned tx_count;
 #define TM_MAX_CALLBACKS 8
 #define TM_ESCALATE_AFTER 3
 #define TM_YIELD_AFTER 3
+/* Refills one top-level block may trigger before its next attempt runs irrevocably (Carle
+ * et al. double the pool at the second; a block that needs more is larger than any pool the
+ * doubling would reach soon, or than the heap). */
+#define TM_REFILLS_MAX 4
 static tm_callbacks callbacks[TM_MAX_CALLBACKS];
 static unsigned callback_count;
 static pthread_mutex_t callbacks_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -310,6 +314,7 @@ static inline void end_top(tm_tx *tx, bool retried) {
     tx->top_retries = 0;
     tx->top_conflicts = 0;
     tx->want_irrevocable = false;
+    tx->top_refills = 0;
     tx->read_only_off = false;
     tx->top_level.retries = 0;
     tx->top_level.conflict_retries = 0;
@@ -414,6 +419,14 @@ static void backoff(tm_tx *tx, unsigned retries) {
   for (uint64_t i = 0; i < spins; i++) tm_pause_or_yield((unsigned)i);
 }
 
+/* An alloc_refill abort's refill; a heap that cannot serve it sends the restart to run
+ * irrevocably, where the allocation fails with ENOMEM instead of aborting again. */
+static __attribute__((noinline)) void refill_after_abort(tm_tx *tx) {
+  size_t size = tx->refill_size;
+  tx->refill_size = 0;
+  if (!txmem_refill(size, tx->top_refills++)) tx->want_irrevocable = true;
+}
+
 /* Rolls back levels >= level, then restarts (TM_JUMP_RETRY) or skips (TM_JUMP_CANCEL) the
  * block of `level`. */
 static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
@@ -433,6 +446,8 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   tx->wlevel = tm_cfg.nesting == TM_NESTING_CLOSED ? (level > 1 ? level - 1 : 1) : 1;
   for (unsigned d = depth; d >= level; d--)
     if (d == 1 || tm_cfg.nesting == TM_NESTING_CLOSED) run_callbacks(TM_EVENT_ABORT, d);
+  /* Outside every level now: the refill takes the heap lock out of the transaction. */
+  if (TM_UNLIKELY(tx->refill_size)) refill_after_abort(tx);
   tm_stats *s = &tx->stats;
   tm_stat_add(&s->aborts, 1);
   tm_stat_add(&s->aborts_by_cause[cause], 1);
@@ -500,6 +515,14 @@ static tm_tx *current_or_die(const char *what) {
 void tm_restart(void) {
   tm_tx *tx = current_or_die("tm_restart outside a transaction");
   abort_to(tx, tm_conflict_level(tx), TM_ABORT_EXPLICIT, TM_CLASS_NONE, TM_JUMP_RETRY);
+}
+
+void tm_abort_refill(tm_tx *tx, size_t size) {
+  if (tx->top_refills < TM_REFILLS_MAX)
+    tx->refill_size = size;
+  else
+    tx->want_irrevocable = true;
+  abort_to(tx, 1, TM_ABORT_ALLOC_REFILL, TM_CLASS_NONE, TM_JUMP_RETRY);
 }
 
 void tm_abort(void) {

@@ -22,6 +22,7 @@ static const char *const cause_names[TM_ABORT_CAUSE_COUNT] = {
     [TM_ABORT_CONFLICT] = "conflict",
     [TM_ABORT_CAPACITY] = "capacity",
     [TM_ABORT_UNFRIENDLY] = "unfriendly",
+    [TM_ABORT_ALLOC_REFILL] = "alloc_refill",
 };
 
 const char *tm_abort_cause_name(tm_abort_cause cause) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "thrifty/thrifty.h"
 #include "txalloc/txalloc.h"
 #include "txmem/txmem_direct.h"
 #include "txmem/txmem_internal.h"
@@ -27,6 +28,7 @@ static inline void *plain_malloc(size_t size) {
     if (TXMEM_LIKELY(p != NULL)) return p;
     return txa_spaced_malloc(size);
   }
+  if (txmem_cfg.strategy == TXMEM_THRIFTY) return thrifty_malloc(size);
   return malloc(size);
 }
 
@@ -37,6 +39,8 @@ static inline void plain_free(void *ptr) {
   }
   if (TXMEM_LIKELY(txmem_cfg.strategy == TXMEM_TXALLOC))
     txalloc_free(ptr);
+  else if (txmem_cfg.strategy == TXMEM_THRIFTY)
+    thrifty_free(ptr);
   else
     free(ptr);
 }
@@ -342,7 +346,13 @@ void *txmem_calloc(size_t count, size_t size) {
   }
   txmem_thread *t = &txmem_tls;
   if (TXMEM_LIKELY(t->depth == 0)) {
-    if (txmem_config_get()->strategy == TXMEM_TXALLOC) return txa_spaced_calloc(bytes);
+    int strategy = txmem_config_get()->strategy;
+    if (strategy == TXMEM_TXALLOC) return txa_spaced_calloc(bytes);
+    if (strategy == TXMEM_THRIFTY) {
+      void *p = thrifty_malloc(bytes);
+      if (p) memset(p, 0, bytes);
+      return p;
+    }
     return calloc(count, size);
   }
   void *p = tx_malloc(t, bytes);

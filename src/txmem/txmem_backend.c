@@ -5,10 +5,13 @@
  *               64 classes of 16 bytes (usable size; the last class takes 1-2 KiB), 64
  *               objects each, LIFO;
  *   txalloc     txalloc_malloc/txalloc_free (deferred frees of foreign objects: free); a
- *               committed free looks its pointer up once (txmem_direct_usable). */
+ *               committed free looks its pointer up once (txmem_direct_usable);
+ *   thrifty     thrifty_pool_take/thrifty_free, the refill through the runtime
+ *               (txmem_thrifty.c). */
 #include <malloc.h>
 #include <stdlib.h>
 
+#include "thrifty/thrifty.h"
 #include "txalloc/txalloc.h"
 #include "txmem/txmem_direct.h"
 #include "txmem/txmem_internal.h"
@@ -50,6 +53,7 @@ void txmem_cache_flush(txmem_thread *t) {
 void *txmem_backend_malloc(txmem_thread *t, size_t size) {
   switch (txmem_cfg.strategy) {
   case TXMEM_TXALLOC: return txa_spaced_malloc(size);
+  case TXMEM_THRIFTY: return txmem_thrifty_malloc(size);
   case TXMEM_WRAP_CACHE: {
     int k = cache_class_for_request(size);
     if (k >= 0 && t->cache && t->cache_count[k]) {
@@ -72,6 +76,8 @@ void txmem_backend_release(txmem_thread *t, void *ptr) {
 void txmem_backend_release_foreign(txmem_thread *t, void *ptr) {
   if (txmem_cfg.strategy == TXMEM_WRAP_CACHE)
     cache_put(t, ptr);
+  else if (txmem_cfg.strategy == TXMEM_THRIFTY)
+    thrifty_free(ptr);
   else
     free(ptr);
 }

@@ -44,6 +44,7 @@ const char *txmem_strategy_name(txmem_strategy s) {
   case TXMEM_WRAP: return "wrap";
   case TXMEM_WRAP_CACHE: return "wrap-cache";
   case TXMEM_TXALLOC: return "txalloc";
+  case TXMEM_THRIFTY: return "thrifty";
   }
   return "unknown";
 }

@@ -22,6 +22,7 @@
 #include <malloc.h>
 
 #include "alloc/alloc_direct.h"
+#include "thrifty/thrifty.h"
 #include "txalloc/txalloc.h"
 #include "txmem/txmem_internal.h"
 
@@ -68,6 +69,7 @@ static inline size_t txmem_backend_usable(const void *ptr, bool *txalloc) {
     return usable;
   }
   *txalloc = false;
+  if (txmem_cfg.strategy == TXMEM_THRIFTY) return thrifty_usable_size(ptr);
   return malloc_usable_size((void *)ptr);
 }
 

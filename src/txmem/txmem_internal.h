@@ -298,6 +298,8 @@ void txmem_backend_release(txmem_thread *t, void *ptr);   /* really free (or cac
  * commit's one lookup of a freed pointer and the release that follows it.) */
 void txmem_backend_release_foreign(txmem_thread *t, void *ptr);
 void txmem_cache_flush(txmem_thread *t);
+/* txmem_thrifty.c: an allocation inside a transaction, strategy thrifty (the refill path). */
+void *txmem_thrifty_malloc(size_t size);
 
 /* txmem_epoch.c (the reasoning is there) */
 extern TXMEM_HIDDEN _Atomic uint64_t txmem_g_epoch; /* McRT's currentFreeEpoch */
