@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import plots, report_placement
+from . import plots, report_placement, report_profile
 from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
 from .errors import UserError
 from .runner import RESULTS_FILE, STUDY_FILE, load_records
@@ -405,6 +405,7 @@ def render(study_dir: Path) -> Path:
             if ct:
                 out.append("\n### Aborts by cause (mean per run)\n\n" + ct)
     out.append(report_placement.section(study_dir))
+    out.append(report_profile.section(an.rows, records))
     bw = best_worst_table(an.rows)
     if bw:
         out.append(
