@@ -134,6 +134,13 @@ static void sleep_for(double duration) {
   }
 }
 
+static bench_region_fn parallel_begin, parallel_end;
+
+void bench_set_parallel_region(bench_region_fn begin, bench_region_fn end) {
+  parallel_begin = begin;
+  parallel_end = end;
+}
+
 /* Starts n threads behind one barrier. When `stop` is given, the calling thread is one
  * more party of the barrier, so its sleep starts with the workers' release. */
 static double run_threads(int n, bench_thread_fn fn, void *arg, double duration, bench_stop *stop) {
@@ -146,6 +153,7 @@ static double run_threads(int n, bench_thread_fn fn, void *arg, double duration,
     fprintf(stderr, "%s: cannot set up %d threads\n", bench_program(), n);
     exit(1);
   }
+  if (parallel_begin) parallel_begin();
   for (int i = 0; i < n; i++) {
     starts[i] = (struct thread_start){i, fn, arg, &barrier};
     int rc = pthread_create(&tids[i], NULL, thread_main, &starts[i]);
@@ -160,6 +168,7 @@ static double run_threads(int n, bench_thread_fn fn, void *arg, double duration,
     atomic_store_explicit(&stop->raised, true, memory_order_release);
   }
   for (int i = 0; i < n; i++) pthread_join(tids[i], NULL);
+  if (parallel_end) parallel_end();
   double cpu = cpu_seconds() - cpu_before;
   pthread_barrier_destroy(&barrier);
   free(starts);

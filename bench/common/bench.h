@@ -81,6 +81,12 @@ static inline uint64_t bench_rng_below(bench_rng *r, uint64_t bound) {
 typedef void (*bench_thread_fn)(int index, void *arg);
 double bench_run_threads(int n, bench_thread_fn fn, void *arg);
 
+/* The parallel region: both runners call `begin` before they start their threads and `end`
+ * after they joined them. A program whose allocation layer profiles allocations by region
+ * installs them (bench_profile.h); by default there are none. */
+typedef void (*bench_region_fn)(void);
+void bench_set_parallel_region(bench_region_fn begin, bench_region_fn end);
+
 /* ---- Timed runs. The workers poll a flag that the calling thread raises when the time is
  * up, so keeping time costs a worker one relaxed load of a line nobody writes until the
  * end (no clock read per operation). The flag has a cache line of its own. ---- */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_profile.h"
 #include "bench_txalloc.h"
 #include "tx_backend.h"
 #include "txalloc/options.h"
@@ -129,6 +130,7 @@ void tx_backend_json_stats(bench_json *j) {
   bench_json_end(j);
   bench_json_end(j);
   bench_json_thrifty_stats(j);
+  bench_json_alloc_profile(j);
 }
 
 void tx_backend_describe(FILE *out) {

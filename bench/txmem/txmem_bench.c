@@ -1,6 +1,7 @@
 /* txmem_bench.h: the txmem benchmarks' shared command line and JSON. */
 #include "txmem_bench.h"
 
+#include "bench_profile.h"
 #include "bench_txalloc.h"
 #include "txalloc/txalloc.h"
 
@@ -39,6 +40,7 @@ void txmem_bench_json_finish(bench_json *j, const txmem_stats *s, bool valid) {
 #undef TXMEM_BENCH_STAT_
   bench_json_end(j);
   bench_json_thrifty_stats(j);
+  bench_json_alloc_profile(j);
   bench_json_memory(j);
   bench_json_bool(j, "valid", valid);
   bench_json_finish(j);

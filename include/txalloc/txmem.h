@@ -218,6 +218,46 @@ TXALLOC_API void txmem_stats_get(txmem_stats *out);
  * never allocates. */
 TXALLOC_API void txmem_stats_print_json(int fd);
 
+/* ---- Allocation profile by region (Baldassin et al. 2015, Table 5) ----
+ * Every call of txmem_malloc, txmem_calloc, txmem_free and txmem_retire (tm_malloc and
+ * tm_free, STAMP's TM_MALLOC and TM_FREE) is counted in one region:
+ *   seq  outside transactions, while no parallel region is open;
+ *   par  outside transactions, while a parallel region is open: the program brackets the
+ *        span where its threads run with txmem_parallel_begin (before it starts them) and
+ *        txmem_parallel_end (after it joined them); the bench programs' thread runners do;
+ *   tx   inside a transaction, every attempt (an aborted attempt's calls were served too).
+ * Allocations are also counted by requested size in TXMEM_PROFILE_BUCKETS buckets, whose
+ * upper bounds are 16, 32, 64, 128, 256, 1024 and 4096 bytes, then larger. Frees count
+ * calls with a non-NULL pointer. Calls a program makes to the process's malloc directly are
+ * not seen: the profile describes the allocations that go through this layer, whatever
+ * allocator serves them. Counters live in the thread (plain increments) and are published
+ * as the hot statistics counters are; a thread's first counted call outside a transaction
+ * registers it. Option profile=1 prints the table to stderr at exit. */
+typedef enum txmem_region {
+  TXMEM_REGION_SEQ = 0,
+  TXMEM_REGION_PAR = 1,
+  TXMEM_REGION_TX = 2,
+  TXMEM_REGION_COUNT = 3,
+} txmem_region;
+#define TXMEM_PROFILE_BUCKETS 8
+typedef struct txmem_region_profile {
+  uint64_t mallocs; /* the sum of sizes[] */
+  uint64_t frees;
+  uint64_t bytes; /* requested */
+  uint64_t sizes[TXMEM_PROFILE_BUCKETS];
+} txmem_region_profile;
+typedef struct txmem_profile {
+  txmem_region_profile region[TXMEM_REGION_COUNT];
+} txmem_profile;
+TXALLOC_API void txmem_profile_get(txmem_profile *out);
+TXALLOC_API const char *txmem_region_name(txmem_region r); /* "seq", "par", "tx" */
+/* The largest request of bucket b (SIZE_MAX for the last one). */
+TXALLOC_API size_t txmem_profile_bucket_limit(unsigned b);
+/* Open and close a parallel region (they nest: the region is open while more have been
+ * opened than closed). Any thread may call them. */
+TXALLOC_API void txmem_parallel_begin(void);
+TXALLOC_API void txmem_parallel_end(void);
+
 #ifdef __cplusplus
 }
 #endif

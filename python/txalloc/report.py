@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import plots, report_placement
+from . import plots, report_placement, report_profile
 from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
 from .errors import UserError
 from .row_figures import PLACEMENT_FIELDS, RowFigures, row_key
@@ -556,6 +556,7 @@ def render(study_dir: Path) -> Path:
         )
     out.append(cachegrind_section(spec, an.rows, cols, figures, measured))
     out.append(report_placement.section(study_dir))
+    out.append(report_profile.section(an.rows, records))
     bw = best_worst_table(an.rows)
     if bw:
         out.append(

@@ -1,10 +1,10 @@
 /* The hook contract (include/txalloc/txmem.h): transaction events and allocation calls.
  *
- * Costs: outside a transaction, txmem_malloc/txmem_free test one thread-local field and
- * take the plain path. A nested begin(d) pushes a level; a top-level begin writes no level
- * (I5): it sets the depth, counts the transaction and, with safe_reuse, announces its
- * epoch. Commit/abort of a level that neither allocated nor freed only pops it (and ends
- * the announcement at the top level): they never touch a log. */
+ * Costs: outside a transaction, txmem_malloc/txmem_free test one thread-local field, count
+ * the call in the thread's profile (txmem_profile.h) and take the plain path. A nested begin(d)
+ * pushes a level; a top-level begin writes no level (I5): it sets the depth, counts the transaction
+ * and, with safe_reuse, announces its epoch. Commit/abort of a level that neither allocated nor
+ * freed only pops it (and ends the announcement at the top level): they never touch a log. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +281,7 @@ static inline void *tx_malloc(txmem_thread *t, size_t size) {
   txmem_undo_push(t, p, size, t->cur_seq);
   t->hot[TXMEM_HOT_tx_mallocs]++;
   t->hot[TXMEM_HOT_speculative_bytes] += size;
+  txmem_profile_count_tx_malloc(&t->prof, size);
   return p;
 }
 
@@ -320,9 +321,24 @@ static __attribute__((noinline)) void *tx_malloc_cold(txmem_thread *t, size_t si
 }
 static __attribute__((noinline)) void tx_free_cold(txmem_thread *t, void *ptr) { tx_free(t, ptr); }
 
+/* A thread's first call outside transactions: registered, so that its profile counts are
+ * published (txmem_profile.h). Then the call again. */
+static __attribute__((noinline)) void *malloc_unregistered(size_t size) {
+  txmem_thread_setup(&txmem_tls);
+  return txmem_malloc(size);
+}
+static __attribute__((noinline)) void free_unregistered(void *ptr) {
+  txmem_thread_setup(&txmem_tls);
+  txmem_free(ptr);
+}
+
 void *txmem_malloc(size_t size) {
   txmem_thread *t = &txmem_tls;
-  if (TXMEM_LIKELY(t->depth == 0)) return plain_malloc(size);
+  if (TXMEM_LIKELY(t->depth == 0)) {
+    if (TXMEM_UNLIKELY(!t->rec)) return malloc_unregistered(size);
+    txmem_profile_count_malloc(&t->prof, txmem_profile_outside(), size);
+    return plain_malloc(size);
+  }
   /* Fast path (txalloc, room in the log's unindexed tail): allocate from the thread's bin
    * and append. */
   size_t n = t->undo_len;
@@ -333,6 +349,7 @@ void *txmem_malloc(size_t size) {
     t->undo_len = n + 1;
     t->hot[TXMEM_HOT_tx_mallocs]++;
     t->hot[TXMEM_HOT_speculative_bytes] += size;
+    txmem_profile_count_tx_malloc(&t->prof, size);
     return p;
   }
   return tx_malloc_cold(t, size);
@@ -346,6 +363,8 @@ void *txmem_calloc(size_t count, size_t size) {
   }
   txmem_thread *t = &txmem_tls;
   if (TXMEM_LIKELY(t->depth == 0)) {
+    if (TXMEM_UNLIKELY(!t->rec)) txmem_thread_setup(t);
+    txmem_profile_count_malloc(&t->prof, txmem_profile_outside(), bytes);
     int strategy = txmem_config_get()->strategy;
     if (strategy == TXMEM_TXALLOC) return txa_spaced_calloc(bytes);
     if (strategy == TXMEM_THRIFTY) {
@@ -364,6 +383,11 @@ void txmem_free(void *ptr) {
   if (!ptr) return;
   txmem_thread *t = &txmem_tls;
   if (TXMEM_LIKELY(t->depth == 0)) {
+    if (TXMEM_UNLIKELY(!t->rec)) {
+      free_unregistered(ptr);
+      return;
+    }
+    t->prof.frees[txmem_profile_outside()]++;
     plain_free(ptr);
     return;
   }
@@ -413,6 +437,7 @@ void txmem_retire(void *ptr) {
     return;
   }
   if (TXMEM_UNLIKELY(!t->ready)) txmem_thread_setup(t);
+  t->prof.frees[txmem_profile_outside()]++;
   txmem_epoch_retire_one(t, ptr);
 }
 

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "txalloc/txmem.h"
+#include "txmem/txmem_profile.h"
 #include "util/debug_assert.h"
 
 /* On the layer's shared data: declared hidden (their definitions are, by the build's
@@ -119,6 +120,7 @@ typedef struct txmem_record {
    * so the peak lags by less than one batch and is exact at each publication. */
   uint64_t counters[TXMEM_C_COUNT_];
   uint64_t limbo_objects, limbo_bytes, limbo_peak;
+  txmem_profile_counts profile; /* published with the hot counters (txmem_profile.h) */
 } txmem_record;
 
 extern TXMEM_HIDDEN txmem_record *_Atomic txmem_registry; /* head of the list of records */
@@ -217,6 +219,8 @@ typedef struct txmem_thread {
 
   void **cache;                              /* wrap-cache: [class][depth] */
   unsigned cache_count[TXMEM_CACHE_CLASSES]; /* objects in each class */
+
+  txmem_profile_counts prof; /* the allocation profile (txmem_profile.h) */
 } txmem_thread;
 
 /* How a top-level transaction announces its epoch (txmem_thread.top). */

@@ -103,6 +103,7 @@ void txmem_hot_publish(txmem_thread *t) {
   t->tx_pending = 0;
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++)
     __atomic_store_n(&t->rec->counters[hot_to_counter[i]], t->hot[i], __ATOMIC_RELAXED);
+  txmem_profile_publish(&t->prof, &t->rec->profile);
   txmem_limbo_gauges(t); /* the peak: pushes publish only the limbo's size */
 }
 
@@ -124,6 +125,7 @@ txmem_thread *txmem_thread_setup(txmem_thread *t) {
   }
   /* A reused record keeps its totals: continue counting from them. */
   for (int i = 0; i < TXMEM_HOT_COUNT_; i++) t->hot[i] = t->rec->counters[hot_to_counter[i]];
+  txmem_profile_adopt(&t->prof, &t->rec->profile);
   t->tx_pending = 0;
   /* I5: the top level's record, constant (its seq is 0, its logs start empty). */
   t->levels = txmem_meta_grow(NULL, &t->levels_cap, sizeof *t->levels, 8);
