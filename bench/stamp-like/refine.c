@@ -222,8 +222,10 @@ static void build_mesh(run *r) {
   bench_rng_seed(&rng, (uint64_t)p->seed, 1u << 22);
   worker setup = {.next_id = 1};
   for (long i = 0; i < side * side; i++) {
+    /* Drawn before the block: a restart (a refill abort, say) must not draw again. */
+    long area = 1 + (long)bench_rng_below(&rng, (uint64_t)p->max_area);
     TM_BEGIN();
-    grid[i] = element_new(TM_ARG & setup, 1 + (long)bench_rng_below(&rng, (uint64_t)p->max_area));
+    grid[i] = element_new(TM_ARG & setup, area);
     if (i % side) link_pair(TM_ARG grid[i - 1], grid[i]);
     if (i >= side) link_pair(TM_ARG grid[i - side], grid[i]);
     if (grid[i]->area > p->threshold) TMqueue_push(TM_ARG r->work, grid[i]);
