@@ -1,4 +1,4 @@
-"""The `txalloc` command: `study`, `report`, `peers`, `specs`, `placement`."""
+"""The `txalloc` command: `study`, `report`, `peers`, `specs`, `placement`, `syncchar`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import allocators as alloc_mod
-from . import metadata, placement, report, report_placement, runner
+from . import metadata, placement, report, report_placement, runner, syncchar
 from .errors import UserError
 from .paths import default_build_dir, repo_root
 from .spec import SpecError, bundled_specs, load_registries, load_spec, parse_spec
@@ -300,6 +300,71 @@ def _add_placement_parser(sub) -> None:
     pl.set_defaults(func=cmd_placement)
 
 
+def _threads_list(text: str) -> list[int]:
+    try:
+        ns = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"syncchar: --threads takes numbers separated by commas, got '{text}'") from None
+    if not ns or any(n < 1 for n in ns):
+        raise UserError(f"syncchar: --threads takes thread counts of 1 or more, got '{text}'")
+    return sorted(set(ns))
+
+
+def cmd_syncchar(args: argparse.Namespace) -> int:
+    threads = _threads_list(args.threads)
+    if args.window is not None and args.window < 2:
+        raise UserError("syncchar: --window must be at least 2")
+    if not 0 < args.sample <= 100:
+        raise UserError("syncchar: --sample is a percentage in (0, 100]")
+    trace = syncchar.read_trace(Path(args.trace))
+    result = syncchar.analyse(
+        trace,
+        threads=threads,
+        window=args.window,
+        unit=args.unit,
+        sample=args.sample,
+        symbolize=not args.no_symbols,
+    )
+    text = syncchar.markdown(result)
+    if args.json:
+        syncchar.dump_json(result, Path(args.json))
+    if args.report:
+        Path(args.report).write_text(text)
+    if args.plots:
+        out = Path(args.plots)
+        out.mkdir(parents=True, exist_ok=True)
+        syncchar.write_plots(result, out, Path(args.trace).stem)
+    print(text, end="")
+    return 0
+
+
+def _add_syncchar_parser(sub) -> None:
+    sc = sub.add_parser(
+        "syncchar",
+        help="data independence, conflict density and predicted TM speed-up from a recorded run (docs/syncchar.md)",
+        description="Analyses a trace written by a run with TXALLOC_SYNCCHAR=FILE (best under TXALLOC_TM=glock, "
+        "the paper's setting): I_n and D_n per n, overall and per block site; the TM time and speed-up the "
+        "model predicts against the recorded lock run; hot spots (Table 8) with the objects and allocation "
+        "sites behind them; and false conflicts, pairs that share a stripe or line but no word.",
+    )
+    sc.error = _one_line_error("syncchar")
+    sc.add_argument("trace", metavar="TRACE", help="the trace file")
+    sc.add_argument("--threads", default="1,2,4,8,16,32", metavar="N,N", help="sample sizes n (default 1,2,4,8,16,32)")
+    sc.add_argument("--window", type=int, metavar="N", help="sections per site and window (default: the trace's)")
+    sc.add_argument(
+        "--unit",
+        default="auto",
+        choices=["auto", "word", "line", "stripe"],
+        help="conflicts by this unit (default: the STM's stripe where the trace allows)",
+    )
+    sc.add_argument("--sample", type=float, default=100.0, metavar="PCT", help="analyse this share of the sections")
+    sc.add_argument("--json", metavar="FILE", help="write every figure as JSON")
+    sc.add_argument("--report", metavar="FILE", help="write the markdown report there too")
+    sc.add_argument("--plots", metavar="DIR", help="write I_n/D_n and speed-up plots (PNG) there")
+    sc.add_argument("--no-symbols", action="store_true", help="do not run addr2line on sites")
+    sc.set_defaults(func=cmd_syncchar)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="txalloc", description="txalloc study harness (see docs/study.md)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -342,6 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_specs)
 
     _add_placement_parser(sub)
+    _add_syncchar_parser(sub)
     return p
 
 
