@@ -40,11 +40,11 @@ __attribute__((constructor)) static void tm_alloc_subscribe(void) {
 
 void *tm_malloc(size_t size) {
   void *p = txmem_malloc(size);
-  if (TM_UNLIKELY(tm_syncchar_on)) tm_syncchar_alloc(p, size, __builtin_return_address(0));
+  if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_alloc(p, size, __builtin_return_address(0));
   return p;
 }
 
 void tm_free(void *ptr) {
-  if (TM_UNLIKELY(tm_syncchar_on)) tm_syncchar_free(ptr);
+  if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_free(ptr);
   txmem_free(ptr);
 }

@@ -182,7 +182,7 @@ void tm_thread_exit(void) {
   if (!tx) return;
   if (tx->depth) tm_fatal("tm_thread_exit inside a transaction");
   run_callbacks_thread_exit();
-  if (tm_syncchar_on) tm_syncchar_thread_exit();
+  if (tm_syncchar_enabled()) tm_syncchar_thread_exit();
   pthread_mutex_lock(&threads_lock);
   tm_stats_fold_thread(tx);
   __atomic_store_n(&tx->live, false, __ATOMIC_RELAXED);
@@ -284,12 +284,12 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
   if (TM_LIKELY(d == 1)) {
     tx->wlevel = 1; /* next to depth: one store with it */
     lv->flags = flags;
-    if (TM_UNLIKELY(tm_syncchar_on)) tm_syncchar_begin(tx, fresh);
+    if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_begin(tx, fresh);
     if (fresh)
       tm_be.begin_first(tx, flags);
     else
       tm_be.begin_again(tx, flags);
-    if (TM_UNLIKELY(tm_syncchar_on)) tm_syncchar_begun(tx);
+    if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_begun(tx);
     run_callbacks(TM_EVENT_BEGIN, 1); /* a tail call where this is inlined last */
     return;
   }
@@ -329,7 +329,8 @@ sigjmp_buf *tm_checkpoint_(int flags) {
 #ifdef TM_HAVE_FAST_ENTRY_
   lv->ctx = NULL;
 #endif
-  if (TM_UNLIKELY(tm_syncchar_on) && tx->depth == 0) tm_syncchar_site(__builtin_return_address(0));
+  if (TM_UNLIKELY(tm_syncchar_enabled()) && tx->depth == 0)
+    tm_syncchar_site(__builtin_return_address(0));
   return &lv->jb;
 }
 
@@ -379,7 +380,7 @@ static inline __attribute__((always_inline)) void commit_top_done(tm_tx *tx, boo
       &s->retry_histogram[k < TM_RETRY_HISTOGRAM_BUCKETS ? k : TM_RETRY_HISTOGRAM_BUCKETS - 1], 1);
   if (!read_only) tm_stat_add(&s->commits, 1);
   if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
-  if (TM_UNLIKELY(tm_syncchar_on)) tm_syncchar_commit(tx, k);
+  if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_commit(tx, k);
   end_top(tx, k != 0);
   run_callbacks(TM_EVENT_COMMIT, 1);
 }
@@ -428,7 +429,8 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   unsigned depth = tx->depth;
   TXALLOC_ASSERT(level >= 1 && level <= depth);
   tm_be.rollback(tx, level);
-  if (TM_UNLIKELY(tm_syncchar_on) && level == 1) tm_syncchar_abort(tx, jump == TM_JUMP_CANCEL);
+  if (TM_UNLIKELY(tm_syncchar_enabled()) && level == 1)
+    tm_syncchar_abort(tx, jump == TM_JUMP_CANCEL);
   /* The contract: the sets are back to their sizes when the level began. */
   TXALLOC_ASSERT(tx->wn == (level == 1 ? 0 : tx->levels[level]->wset_mark));
   TXALLOC_ASSERT(tm_rn(tx) <= (level == 1 ? 0 : tx->levels[level]->rset_mark));

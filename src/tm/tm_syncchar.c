@@ -14,6 +14,8 @@
 /* Words of a thread's record buffer; a record that does not fit flushes it first. */
 #define BUFFER_WORDS ((size_t)1 << 16)
 #define SECTION_HEADER_WORDS 8
+_Static_assert(SECTION_HEADER_WORDS + 2 * TM_SC_SET_MAX <= BUFFER_WORDS,
+               "the largest SECTION record fits in a buffer");
 
 struct tm_syncchar_thread {
   unsigned id; /* from 1, in the order threads first began a block */
@@ -59,10 +61,8 @@ static void flush(tm_syncchar_thread *r) {
   r->used = 0;
 }
 
-/* Room for `n` words in the buffer (flushing it when needed); NULL for a record larger
- * than the whole buffer. */
+/* Room for `n` words (at most BUFFER_WORDS) in the buffer, flushing it when needed. */
 static uint64_t *reserve(tm_syncchar_thread *r, size_t n) {
-  if (n > BUFFER_WORDS) return NULL;
   if (r->used + n > BUFFER_WORDS) flush(r);
   uint64_t *w = &r->buf[r->used];
   r->used += n;
@@ -112,7 +112,7 @@ void tm_syncchar_init(const char *backend_name) {
   }
   tm_syncchar_trace_write_maps();
   atexit(flush_all_at_exit);
-  tm_syncchar_on = true;
+  __atomic_store_n(&tm_syncchar_on, true, __ATOMIC_RELEASE);
 }
 
 static tm_syncchar_thread *recorder(void) {
@@ -274,11 +274,6 @@ static void end_block(tm_syncchar_thread *r, tm_tx *tx, unsigned retries, unsign
   size_t nw = sort_unique(r->writes, r->nwrites);
   size_t nr = minus(r->reads, sort_unique(r->reads, r->nreads), r->writes, nw);
   size_t n = SECTION_HEADER_WORDS + nr + nw;
-  if (n > BUFFER_WORDS) { /* cannot happen with TM_SC_SET_MAX below half the buffer */
-    r->truncated = true;
-    nr = nw = 0;
-    n = SECTION_HEADER_WORDS;
-  }
   if (r->truncated) flags |= TM_SC_FLAG_TRUNCATED;
   if (tx->levels[1]->flags & TM_FLAG_READ_ONLY) flags |= TM_SC_FLAG_READ_ONLY;
   if (tx->irrevocable) flags |= TM_SC_FLAG_IRREVOCABLE;

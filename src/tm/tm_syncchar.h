@@ -7,7 +7,7 @@
  * and from them to the file (tm_syncchar_trace.c) when a buffer fills, at thread exit and
  * at process exit.
  *
- * The hooks are called only when tm_syncchar_on (set once, at the runtime's
+ * The hooks are called only when tm_syncchar_enabled() (set once, at the runtime's
  * initialisation); tm_syncchar_self is non-NULL exactly while a sampled attempt runs on the
  * thread. */
 #ifndef TXALLOC_TM_SYNCCHAR_H
@@ -22,6 +22,11 @@
 typedef struct tm_syncchar_thread tm_syncchar_thread;
 
 extern bool tm_syncchar_on;
+/* Set once (release, after the recorder's settings), before the first block; read with
+ * acquire by threads that may not have met the runtime's initialisation (tm_malloc). */
+static inline bool tm_syncchar_enabled(void) {
+  return __atomic_load_n(&tm_syncchar_on, __ATOMIC_ACQUIRE);
+}
 extern __thread tm_syncchar_thread *tm_syncchar_self __attribute__((tls_model("initial-exec")));
 
 /* Once, at the runtime's initialisation, after the backend's: opens the trace when the
@@ -60,7 +65,7 @@ enum {
   TM_SC_FLAG_CANCELLED = 4,   /* tm_abort ended it: nothing committed */
   TM_SC_FLAG_TRUNCATED = 8,   /* a set overflowed TM_SC_SET_MAX units: some are missing */
 };
-#define TM_SC_SET_MAX 32768
+#define TM_SC_SET_MAX 16384
 
 /* Opens `path` and writes the header; false when it cannot. */
 bool tm_syncchar_trace_open(const char *path, unsigned unit, unsigned unit_shift,
