@@ -238,3 +238,25 @@ def test_cli_bad_arguments_exit_2_with_one_line(tmp_path, capsys, args, message)
 def test_cli_missing_trace(tmp_path, capsys):
     assert cli.main(["syncchar", str(tmp_path / "none")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_the_recorders_own_time_is_not_the_programs(tmp_path):
+    # 1 s per thread of which the recorder took 0.2: the lock run lasted 0.8.
+    recs = [section(t + 1, 10 * k + t, [], [64 * (t + 1)]) for k in range(10) for t in range(2)]
+    recs += [thread_record(t + 1, 10, 0, 400_000_000, 0, 1_000_000_000, recording=200_000_000) for t in range(2)]
+    run = syncchar.LockRun.of(syncchar.read_trace(write(tmp_path, recs)))
+    assert run.elapsed_s == pytest.approx(0.8)
+    assert run.other_s == pytest.approx(0.4)
+
+
+def test_the_parallel_phase_leaves_out_set_up(tmp_path):
+    # Thread 1 fills the structure alone, then threads 2 and 3 run together.
+    recs = [section(1, k, [], [8]) for k in range(100)]
+    recs += [section(t, 1000 + 10 * k + t, [], [64 * t]) for k in range(20) for t in (2, 3)]
+    recs += [thread_record(1, 100, 0, 50, 0, 100)]
+    recs += [thread_record(t, 20, 0, 100, 1000, 1300) for t in (2, 3)]
+    trace = syncchar.read_trace(write(tmp_path, recs))
+    assert syncchar.parallel_phase(trace) == [2, 3]
+    r = syncchar.analyse(trace, threads=[2], symbolize=False)
+    assert r["threads_recorded"] == 2
+    assert r["overall"]["2"]["samples"] == 20
