@@ -284,12 +284,12 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
   if (TM_LIKELY(d == 1)) {
     tx->wlevel = 1; /* next to depth: one store with it */
     lv->flags = flags;
-    if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_begin(tx, fresh);
-    if (fresh)
+    if (TM_UNLIKELY(tm_syncchar_enabled()))
+      tm_syncchar_begin(tx, flags, fresh); /* times the backend's begin */
+    else if (fresh)
       tm_be.begin_first(tx, flags);
     else
       tm_be.begin_again(tx, flags);
-    if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_begun(tx);
     run_callbacks(TM_EVENT_BEGIN, 1); /* a tail call where this is inlined last */
     return;
   }

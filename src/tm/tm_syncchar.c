@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tm/tm_backend.h"
 #include "tm/tm_options.h"
 #include "util/message.h"
 #include "util/options.h"
@@ -146,7 +147,7 @@ static bool draw_sample(tm_syncchar_thread *r) {
   return r->rng % 100 < sample_percent;
 }
 
-void tm_syncchar_begin(tm_tx *tx, bool fresh) {
+static void before_begin(tm_tx *tx, bool fresh) {
   tm_syncchar_thread *r = recorder();
   uint64_t t = now_ns();
   if (fresh) {
@@ -167,8 +168,7 @@ void tm_syncchar_begin(tm_tx *tx, bool fresh) {
   tm_syncchar_self = NULL; /* the backend's own begin is not the block's */
 }
 
-void tm_syncchar_begun(tm_tx *tx) {
-  (void)tx;
+static void after_begin(void) {
   tm_syncchar_thread *r = thread_recorder;
   r->attempt_begun = now_ns();
   if (r->sampled) {
@@ -176,6 +176,15 @@ void tm_syncchar_begun(tm_tx *tx) {
     tm_fast_view_ = TM_VIEW_OFF_;
     tm_syncchar_self = r;
   }
+}
+
+void tm_syncchar_begin(tm_tx *tx, int flags, bool fresh) {
+  before_begin(tx, fresh);
+  if (fresh)
+    tm_be.begin_first(tx, flags);
+  else
+    tm_be.begin_again(tx, flags);
+  after_begin();
 }
 
 static void add_unit(tm_syncchar_thread *r, uint64_t unit, bool write) {

@@ -36,9 +36,8 @@ void tm_syncchar_init(const char *backend_name);
 /* The portable entry's block site (the caller of tm_checkpoint_), for the next top-level
  * begin; the fast entry's is the return address its context saved. */
 void tm_syncchar_site(void *site);
-/* Around the backend's begin of a top-level attempt (fresh: the block's first). */
-void tm_syncchar_begin(tm_tx *tx, bool fresh);
-void tm_syncchar_begun(tm_tx *tx);
+/* Begins a top-level attempt through the backend (fresh: the block's first), timing it. */
+void tm_syncchar_begin(tm_tx *tx, int flags, bool fresh);
 /* An access of a sampled attempt (tm_syncchar_self != NULL). */
 void tm_syncchar_access(uintptr_t addr, unsigned size, bool write);
 /* The top level aborted: `cancel`, tm_abort ended the block; else it will begin again. */
