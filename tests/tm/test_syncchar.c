@@ -89,7 +89,17 @@ int main(void) {
   int fd = mkstemp(path);
   CHECK(fd >= 0);
   close(fd);
+  /* The option is text: "off" is none; a path reads back as given. */
+  int option = txalloc_option_find("syncchar");
+  char text[sizeof path + 8];
+  test_set_option("syncchar", "off");
+  CHECK(txalloc_option_value((size_t)option) == 0);
+  txalloc_option_format((size_t)option, text, sizeof text);
+  CHECK(strcmp(text, "off") == 0);
   test_set_option("syncchar", path);
+  CHECK(txalloc_option_value((size_t)option) != 0);
+  txalloc_option_format((size_t)option, text, sizeof text);
+  CHECK(strcmp(text, path) == 0);
   tm_test_print_config("syncchar");
 
   block_rw();
