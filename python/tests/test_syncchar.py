@@ -60,7 +60,7 @@ def overall(trace, n, **kw):
 
 
 def sets_of(reads, writes):
-    return (np.array(sorted(set(reads) | set(writes)), dtype=np.uint64), np.array(sorted(writes), dtype=np.uint64))
+    return frozenset(reads) | frozenset(writes), tuple(sorted(writes))
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8])

@@ -23,11 +23,14 @@ several sections of a thread: sections of one window are taken as able to run to
 
 from __future__ import annotations
 
+import array
+import bisect
 import json
 import math
 import random
 import shutil
 import subprocess
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +46,6 @@ KIND_SECTION, KIND_THREAD, KIND_ALLOC, KIND_FREE, KIND_MAPS = 1, 2, 3, 4, 5
 FLAG_READ_ONLY, FLAG_IRREVOCABLE, FLAG_CANCELLED, FLAG_TRUNCATED = 1, 2, 4, 8
 DEFAULT_THREADS = (1, 2, 4, 8, 16, 32)
 TABLE8_BUCKETS = ("0-19%", "20-39%", "40-59%", "60-79%", "80-99%", "100%")
-_EMPTY = np.zeros(0, dtype=np.uint64)
 
 
 @dataclass
@@ -59,18 +61,20 @@ class Section:
     writes: np.ndarray  # sorted units
     _coarse: dict = field(default_factory=dict, repr=False)
 
-    def sets(self, shift: int, base_shift: int) -> tuple[np.ndarray, np.ndarray]:
-        """(address set, write set) in units of 2^shift bytes (shift >= the trace's unit)."""
+    def sets(self, shift: int, base_shift: int) -> tuple[frozenset, tuple]:
+        """(address set, write set) in units of 2^shift bytes (shift >= the trace's unit), as
+        Python ints: the write sets are short, the membership tests against the address sets
+        many."""
         key = shift
         if key not in self._coarse:
             if shift == base_shift:
-                both = np.union1d(self.reads, self.writes)
-                self._coarse[key] = (both, self.writes)
+                w = tuple(self.writes.tolist())
+                both = frozenset(self.reads.tolist()).union(w)
             else:
                 s = np.uint64(shift)
-                w = np.unique((self.writes >> s) << s)
-                both = np.unique(np.concatenate(((self.reads >> s) << s, w)))
-                self._coarse[key] = (both, w)
+                w = tuple(sorted(set(((self.writes >> s) << s).tolist())))
+                both = frozenset(((self.reads >> s) << s).tolist()).union(w)
+            self._coarse[key] = (both, w)
         return self._coarse[key]
 
 
@@ -122,41 +126,43 @@ def read_trace(path: Path) -> Trace:
     body = data[HEADER_BYTES:]
     if len(body) % 8:
         raise UserError(f"syncchar: {path} is truncated (not a whole number of words)")
-    words = np.frombuffer(body, dtype="<u8")
+    words = np.frombuffer(body, dtype="<u8")  # the sets: views, not copies
+    w = array.array("Q", body)  # the fields: Python ints, fast to index
+    if sys.byteorder != "little":
+        w.byteswap()
     sections: list[Section] = []
     threads: dict[int, ThreadTotals] = {}
     allocs, frees, maps = [], [], ""
-    i, n = 0, len(words)
+    i, n = 0, len(w)
     while i < n:
-        w0 = int(words[i])
+        w0 = w[i]
         kind, length = w0 & 0xFFFFFFFF, (w0 >> 32) // 8
         if length < 1 or i + length > n:
             raise UserError(f"syncchar: {path} is damaged at byte {HEADER_BYTES + 8 * i}")
-        r = words[i : i + length]
-        if kind == KIND_SECTION:
-            nr, nw = int(r[7]) & 0xFFFFFFFF, int(r[7]) >> 32
+        if kind == KIND_ALLOC:
+            allocs.append((w[i + 2], w[i + 1] >> 32, w[i + 3], w[i + 4], w[i + 1] & 0xFFFFFFFF))
+        elif kind == KIND_SECTION:
+            nr, nw = w[i + 7] & 0xFFFFFFFF, w[i + 7] >> 32
             sections.append(
                 Section(
-                    thread=int(r[1]) & 0xFFFFFFFF,
-                    flags=int(r[1]) >> 32,
-                    site=int(r[2]),
-                    begin_ns=int(r[3]),
-                    acq_ns=int(r[4]),
-                    held_ns=int(r[5]),
-                    retries=int(r[6]),
-                    reads=r[8 : 8 + nr],
-                    writes=r[8 + nr : 8 + nr + nw],
+                    thread=w[i + 1] & 0xFFFFFFFF,
+                    flags=w[i + 1] >> 32,
+                    site=w[i + 2],
+                    begin_ns=w[i + 3],
+                    acq_ns=w[i + 4],
+                    held_ns=w[i + 5],
+                    retries=w[i + 6],
+                    reads=words[i + 8 : i + 8 + nr],
+                    writes=words[i + 8 + nr : i + 8 + nr + nw],
                 )
             )
-        elif kind == KIND_THREAD:
-            t = ThreadTotals(*(int(x) for x in r[1:10]))
-            threads[t.thread] = t  # the last record of a thread holds its final counts
-        elif kind == KIND_ALLOC:
-            allocs.append((int(r[2]), int(r[1]) >> 32, int(r[3]), int(r[4]), int(r[1]) & 0xFFFFFFFF))
         elif kind == KIND_FREE:
-            frees.append((int(r[2]), int(r[3])))
+            frees.append((w[i + 2], w[i + 3]))
+        elif kind == KIND_THREAD:
+            t = ThreadTotals(*w[i + 1 : i + 10])
+            threads[t.thread] = t  # the last record of a thread holds its final counts
         elif kind == KIND_MAPS:
-            maps = r[2:].tobytes()[: int(r[1])].decode(errors="replace")
+            maps = body[8 * (i + 2) : 8 * (i + 2) + w[i + 1]].decode(errors="replace")
         i += length
     return Trace(
         path=str(path),
@@ -179,19 +185,11 @@ def read_trace(path: Path) -> Trace:
 # ---- The model on one sample ----
 
 
-def _meets(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The elements of a (small, sorted) that b (sorted) holds."""
-    if not len(a) or not len(b):
-        return _EMPTY
-    idx = np.searchsorted(b, a).clip(max=len(b) - 1)
-    return a[b[idx] == a]
-
-
-def conflict_units(x: tuple[np.ndarray, np.ndarray], y: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def conflict_units(x: tuple[frozenset, tuple], y: tuple[frozenset, tuple]) -> set[int]:
     """The units on which two sections (address set, write set) conflict: x's writes in y's
     address set, and y's writes in x's."""
     (xa, xw), (ya, yw) = x, y
-    return np.union1d(_meets(xw, ya), _meets(yw, xa))
+    return {u for u in xw if u in ya} | {u for u in yw if u in xa}
 
 
 def sample_metrics(conflicts: list[list[bool]]) -> tuple[float, float]:
@@ -205,13 +203,13 @@ def sample_metrics(conflicts: list[list[bool]]) -> tuple[float, float]:
     return float(n - c), density
 
 
-def metrics_of_sets(sets: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+def metrics_of_sets(sets: list[tuple[frozenset, tuple]]) -> tuple[float, float]:
     """(I_n, D_n) of address sets given as (address set, write set) arrays."""
     n = len(sets)
     m = [[False] * n for _ in range(n)]
     for i in range(n):
         for j in range(i + 1, n):
-            m[i][j] = m[j][i] = len(conflict_units(sets[i], sets[j])) > 0
+            m[i][j] = m[j][i] = bool(conflict_units(sets[i], sets[j]))
     return sample_metrics(m)
 
 
@@ -266,11 +264,11 @@ class Tally:
             for j in range(i + 1, n):
                 units = conflict_units(sets[i], sets[j])
                 self.pairs += 1
-                if len(units):
+                if units:
                     m[i][j] = m[j][i] = True
                     self.conflicting_pairs += 1
                     if keep_units:
-                        self.unit_hits.update(int(u) for u in units)
+                        self.unit_hits.update(units)
         i_n, d_n = sample_metrics(m)
         self.samples += 1
         self.i_sum += i_n
@@ -280,7 +278,7 @@ class Tally:
         if keep_units:
             for a, _ in sets:
                 self.workset_sizes.append(len(a))
-                self.workset_units.update(int(u) for u in a)
+                self.workset_units.update(a)
 
     @property
     def i_n(self) -> float:
@@ -441,25 +439,27 @@ class Symbolizer:
 
 
 class ObjectIndex:
-    """tm_malloc's objects: the one that held an address (the newest allocated there)."""
+    """tm_malloc's objects: for an address, the newest object allocated over it (an address
+    reused by many objects names the last; their sizes and sites are usually the same)."""
+
+    SCAN = 64  # distinct object starts looked at below an address
 
     def __init__(self, allocs: list[tuple[int, int, int, int, int]]):
-        self.allocs = sorted(allocs)
-        self.ptrs = [a[0] for a in self.allocs]
+        newest: dict[int, tuple[int, int, int]] = {}
+        for ptr, size, site, time_ns, _ in allocs:
+            old = newest.get(ptr)
+            if old is None or time_ns >= old[2]:
+                newest[ptr] = (size, site, time_ns)
+        self.ptrs = sorted(newest)
+        self.objects = newest
 
     def owner(self, addr: int, unit_bytes: int) -> tuple[int, int, int] | None:
         """(base, size, site) of an object overlapping [addr, addr + unit_bytes)."""
-        import bisect
-
         k = bisect.bisect_right(self.ptrs, addr + unit_bytes - 1)
         best = None
-        # Objects starting up to 64 KiB below may reach the unit; the newest wins.
-        while k > 0:
-            k -= 1
-            ptr, size, site, time_ns, _ = self.allocs[k]
-            if ptr + 65536 < addr:
-                break
-            if ptr < addr + unit_bytes and addr < ptr + max(size, 1) and (best is None or time_ns > best[3]):
+        for ptr in reversed(self.ptrs[max(k - self.SCAN, 0) : k]):
+            size, site, time_ns = self.objects[ptr]
+            if addr < ptr + max(size, 1) and (best is None or time_ns > best[3]):
                 best = (ptr, size, site, time_ns)
         return None if best is None else best[:3]
 
@@ -638,10 +638,10 @@ def _false_conflicts(
                         pairs += 1
                         words = conflict_units(g[i].sets(base, base), g[j].sets(base, base))
                         coarse = conflict_units(g[i].sets(shift, base), g[j].sets(shift, base))
-                        word_pairs += len(words) > 0
-                        coarse_pairs += len(coarse) > 0
-                        if len(coarse) and not len(words):
-                            culprits.update(int(u) for u in coarse)
+                        word_pairs += bool(words)
+                        coarse_pairs += bool(coarse)
+                        if coarse and not words:
+                            culprits.update(coarse)
         false_pairs = coarse_pairs - word_pairs
         rows = []
         for u, k in culprits.most_common(5):

@@ -28,14 +28,18 @@ WORKLOADS: dict[str, list[str]] = {
     },
     "bank": ["bank"],
     "avl": ["avl"],
+    # The STAMP-style applications: a fixed amount of work (no --duration), their medium input.
+    **{name: [name, "--size=medium"] for name in ("vacation", "intruder", "refine")},
 }
+FIXED_WORK = {"vacation", "intruder", "refine"}
 
 
 def _run(build_dir: Path, argv: list[str], threads: int, duration: float, extra: list[str]) -> dict:
     program = build_dir / "bench" / argv[0]
     if not program.is_file():
         raise UserError(f"syncchar: {program} is not built (make, or --build-dir)")
-    cmd = [str(program), *argv[1:], f"--threads={threads}", f"--duration={duration}", *extra]
+    timing = [] if argv[0] in FIXED_WORK else [f"--duration={duration}"]
+    cmd = [str(program), *argv[1:], f"--threads={threads}", *timing, *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise UserError(f"syncchar: {' '.join(cmd)} failed: {done.stderr.strip().splitlines()[-1:]}")
