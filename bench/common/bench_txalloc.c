@@ -24,6 +24,7 @@ void bench_txalloc_usage(FILE *out, const char *heading) {
     switch (o->type) {
     case TXALLOC_OPTION_BOOL: snprintf(range, sizeof range, "0|1"); break;
     case TXALLOC_OPTION_CHOICE: snprintf(range, sizeof range, "%s", o->choices); break;
+    case TXALLOC_OPTION_TEXT: snprintf(range, sizeof range, "text"); break;
     default: snprintf(range, sizeof range, "%ld..%ld", o->min, o->max); break;
     }
     fprintf(out, "  %-22s %s [%s; now %s] (%s layer)\n", flag, o->doc, range, value, o->layer);

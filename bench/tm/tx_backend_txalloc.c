@@ -48,6 +48,7 @@ static void json_option(bench_json *j, size_t index) {
   switch (o->type) {
   case TXALLOC_OPTION_BOOL: bench_json_bool(j, key, txalloc_option_value(index) != 0); break;
   case TXALLOC_OPTION_CHOICE:
+  case TXALLOC_OPTION_TEXT:
     txalloc_option_format(index, text, sizeof text);
     bench_json_str(j, key, text);
     break;

@@ -27,6 +27,9 @@ typedef enum txalloc_option_type {
   TXALLOC_OPTION_INT,    /* integer within [min, max] */
   TXALLOC_OPTION_SIZE,   /* bytes within [min, max]; accepts k, m, g suffixes (binary) */
   TXALLOC_OPTION_CHOICE, /* one of the '|'-separated words of `choices`; value = index */
+  TXALLOC_OPTION_TEXT,   /* a string such as a file name; "" or "off": none. The value read
+                            by txalloc_option_value is nonzero when one is set; the text
+                            comes from txalloc_option_format */
 } txalloc_option_type;
 
 typedef struct txalloc_option_info {

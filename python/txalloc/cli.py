@@ -1,4 +1,4 @@
-"""The `txalloc` command: `study`, `report`, `peers`, `specs`, `placement`."""
+"""The `txalloc` command: `study`, `report`, `peers`, `specs`, `placement`, `syncchar`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import allocators as alloc_mod
-from . import metadata, placement, report, report_placement, runner
+from . import metadata, placement, report, report_placement, runner, syncchar, syncchar_validate
 from .errors import UserError
 from .paths import default_build_dir, repo_root
 from .spec import SpecError, bundled_specs, load_registries, load_spec, parse_spec
@@ -300,6 +300,111 @@ def _add_placement_parser(sub) -> None:
     pl.set_defaults(func=cmd_placement)
 
 
+def _threads_list(text: str) -> list[int]:
+    try:
+        ns = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"syncchar: --threads takes numbers separated by commas, got '{text}'") from None
+    if not ns or any(n < 1 for n in ns):
+        raise UserError(f"syncchar: --threads takes thread counts of 1 or more, got '{text}'")
+    return sorted(set(ns))
+
+
+def _cmd_syncchar_validate(args: argparse.Namespace) -> int:
+    if args.trace:
+        raise UserError("syncchar: --validate runs its own traces: give no TRACE")
+    names = list(syncchar_validate.WORKLOADS) if not args.workloads else args.workloads.split(",")
+    unknown = [n for n in names if n not in syncchar_validate.WORKLOADS]
+    if unknown:
+        known = ", ".join(syncchar_validate.WORKLOADS)
+        raise UserError(f"syncchar: unknown workload {unknown[0]} (known: {known})")
+    threads = _threads_list(args.threads or "2")
+    if len(threads) != 1 or threads[0] < 2:
+        raise UserError("syncchar: --validate takes one thread count of 2 or more (--threads 2)")
+    if args.repetitions < 1 or args.duration <= 0:
+        raise UserError("syncchar: --repetitions must be >= 1 and --duration > 0")
+    build_dir = _existing_build_dir(Path(args.build_dir).resolve() if args.build_dir else default_build_dir())
+    rows = syncchar_validate.validate(build_dir, names, threads[0], args.duration, args.repetitions)
+    if args.json:
+        syncchar.dump_json({"threads": threads[0], "rows": rows}, Path(args.json))
+    if args.plots:
+        out = Path(args.plots)
+        out.mkdir(parents=True, exist_ok=True)
+        syncchar.write_validation_plot(rows, out / "syncchar-validation.png")
+    text = syncchar_validate.markdown(rows, threads[0])
+    if args.report:
+        Path(args.report).write_text(text)
+    print(text, end="")
+    return 0
+
+
+def cmd_syncchar(args: argparse.Namespace) -> int:
+    if args.validate:
+        return _cmd_syncchar_validate(args)
+    if not args.trace:
+        raise UserError("syncchar: name a TRACE, or give --validate")
+    threads = _threads_list(args.threads or ",".join(str(n) for n in syncchar.DEFAULT_THREADS))
+    if args.window is not None and args.window < 2:
+        raise UserError("syncchar: --window must be at least 2")
+    if not 0 < args.sample <= 100:
+        raise UserError("syncchar: --sample is a percentage in (0, 100]")
+    trace = syncchar.read_trace(Path(args.trace))
+    result = syncchar.analyse(
+        trace,
+        threads=threads,
+        window=args.window,
+        unit=args.unit,
+        sample=args.sample,
+        symbolize=not args.no_symbols,
+    )
+    text = syncchar.markdown(result)
+    if args.json:
+        syncchar.dump_json(result, Path(args.json))
+    if args.report:
+        Path(args.report).write_text(text)
+    if args.plots:
+        out = Path(args.plots)
+        out.mkdir(parents=True, exist_ok=True)
+        syncchar.write_plots(result, out, Path(args.trace).stem)
+    print(text, end="")
+    return 0
+
+
+def _add_syncchar_parser(sub) -> None:
+    sc = sub.add_parser(
+        "syncchar",
+        help="data independence, conflict density and predicted TM speed-up from a recorded run (docs/syncchar.md)",
+        description="Analyses a trace written by a run with TXALLOC_SYNCCHAR=FILE (best under TXALLOC_TM=glock, "
+        "the paper's setting): I_n and D_n per n, overall and per block site; the TM time and speed-up the "
+        "model predicts against the recorded lock run; hot spots (Table 8) with the objects and allocation "
+        "sites behind them; and false conflicts, pairs that share a stripe or line but no word.",
+    )
+    sc.error = _one_line_error("syncchar")
+    sc.add_argument("trace", metavar="TRACE", nargs="?", help="the trace file")
+    sc.add_argument(
+        "--threads", metavar="N,N", help="sample sizes n (default 1,2,4,8,16,32; --validate: its threads, 2)"
+    )
+    sc.add_argument("--window", type=int, metavar="N", help="sections per site and window (default: the trace's)")
+    sc.add_argument(
+        "--unit",
+        default="auto",
+        choices=["auto", "word", "line", "stripe"],
+        help="conflicts by this unit (default: the STM's stripe where the trace allows)",
+    )
+    sc.add_argument("--sample", type=float, default=100.0, metavar="PCT", help="analyse this share of the sections")
+    sc.add_argument("--json", metavar="FILE", help="write every figure as JSON")
+    sc.add_argument("--report", metavar="FILE", help="write the markdown report there too")
+    sc.add_argument("--plots", metavar="DIR", help="write I_n/D_n and speed-up plots (PNG) there")
+    sc.add_argument("--no-symbols", action="store_true", help="do not run addr2line on sites")
+    v = sc.add_argument_group("validation (no TRACE): predict stm from glock runs, measure, compare")
+    v.add_argument("--validate", action="store_true", help="run the validation table (docs/syncchar.md)")
+    v.add_argument("--workloads", metavar="A,B", help="these workloads only (default: all of the table)")
+    v.add_argument("--duration", type=float, default=0.3, metavar="S", help="seconds per run (default 0.3)")
+    v.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per figure, medians (default 3)")
+    v.add_argument("--build-dir", metavar="DIR", help="the CMake build directory (default: build/)")
+    sc.set_defaults(func=cmd_syncchar)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="txalloc", description="txalloc study harness (see docs/study.md)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -342,6 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_specs)
 
     _add_placement_parser(sub)
+    _add_syncchar_parser(sub)
     return p
 
 

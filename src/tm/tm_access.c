@@ -6,9 +6,13 @@
 #include <string.h>
 
 #include "tm/tm_backend.h"
+#include "tm/tm_syncchar.h"
 
 uint64_t tm_load_slow_(tm_tx *tx, uintptr_t a, unsigned size) {
-  if (tx && tx->mode != TM_MODE_NONE) return tm_be.load(tx, a, size);
+  if (tx && tx->mode != TM_MODE_NONE) {
+    if (TM_UNLIKELY(tm_syncchar_self != NULL)) tm_syncchar_access(a, size, false);
+    return tm_be.load(tx, a, size);
+  }
   if ((a & (size - 1)) == 0) return tm_plain_load(a, size);
   uint64_t v = 0;
   memcpy(&v, (const void *)a, size); /* misaligned, outside a transaction */
@@ -17,6 +21,7 @@ uint64_t tm_load_slow_(tm_tx *tx, uintptr_t a, unsigned size) {
 
 void tm_store_slow_(tm_tx *tx, uintptr_t a, unsigned size, uint64_t v) {
   if (tx && tx->mode != TM_MODE_NONE) {
+    if (TM_UNLIKELY(tm_syncchar_self != NULL)) tm_syncchar_access(a, size, true);
     tm_be.store(tx, a, size, v);
     return;
   }

@@ -23,6 +23,7 @@
 #include "txalloc/txmem.h"
 
 #include "tm/tm_internal.h"
+#include "tm/tm_syncchar.h"
 
 /* A thread whose limbo passed its high-water mark asks the transactions that began
  * before the frees to validate now (McRT §4.2: doomed transactions abort instead of
@@ -50,6 +51,13 @@ __attribute__((constructor)) static void tm_alloc_subscribe(void) {
   txmem_set_refill_hook(refill_or_return, NULL);
 }
 
-void *tm_malloc(size_t size) { return txmem_malloc(size); }
+void *tm_malloc(size_t size) {
+  void *p = txmem_malloc(size);
+  if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_alloc(p, size, __builtin_return_address(0));
+  return p;
+}
 
-void tm_free(void *ptr) { txmem_free(ptr); }
+void tm_free(void *ptr) {
+  if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_free(ptr);
+  txmem_free(ptr);
+}

@@ -23,6 +23,7 @@
 #endif
 
 #include "tm/tm_backend.h"
+#include "tm/tm_syncchar.h"
 #include "txalloc/txmem.h"
 #include "util/debug_assert.h"
 #include "util/message.h"
@@ -108,6 +109,7 @@ static void runtime_init_once(void) {
   uint64_t entries = 0;
   if (tm_be.conflict_geometry) tm_be.conflict_geometry(&shift, &entries);
   txmem_set_conflict_geometry(shift, entries);
+  tm_syncchar_init(tm_be.name);
   if (pthread_key_create(&thread_key, thread_key_destructor) != 0)
     tm_fatal("pthread_key_create failed");
   if (pthread_atfork(atfork_prepare, atfork_release, atfork_release) != 0)
@@ -184,6 +186,7 @@ void tm_thread_exit(void) {
   if (!tx) return;
   if (tx->depth) tm_fatal("tm_thread_exit inside a transaction");
   run_callbacks_thread_exit();
+  if (tm_syncchar_enabled()) tm_syncchar_thread_exit();
   pthread_mutex_lock(&threads_lock);
   tm_stats_fold_thread(tx);
   __atomic_store_n(&tx->live, false, __ATOMIC_RELAXED);
@@ -285,7 +288,9 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
   if (TM_LIKELY(d == 1)) {
     tx->wlevel = 1; /* next to depth: one store with it */
     lv->flags = flags;
-    if (fresh)
+    if (TM_UNLIKELY(tm_syncchar_enabled()))
+      tm_syncchar_begin(tx, flags, fresh); /* times the backend's begin */
+    else if (fresh)
       tm_be.begin_first(tx, flags);
     else
       tm_be.begin_again(tx, flags);
@@ -329,6 +334,8 @@ sigjmp_buf *tm_checkpoint_(int flags) {
 #ifdef TM_HAVE_FAST_ENTRY_
   lv->ctx = NULL;
 #endif
+  if (TM_UNLIKELY(tm_syncchar_enabled()) && tx->depth == 0)
+    tm_syncchar_site(__builtin_return_address(0));
   return &lv->jb;
 }
 
@@ -378,6 +385,7 @@ static inline __attribute__((always_inline)) void commit_top_done(tm_tx *tx, boo
       &s->retry_histogram[k < TM_RETRY_HISTOGRAM_BUCKETS ? k : TM_RETRY_HISTOGRAM_BUCKETS - 1], 1);
   if (!read_only) tm_stat_add(&s->commits, 1);
   if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
+  if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_commit(tx, k);
   end_top(tx, k != 0);
   run_callbacks(TM_EVENT_COMMIT, 1);
 }
@@ -434,6 +442,8 @@ static _Noreturn void abort_to(tm_tx *tx, unsigned level, tm_abort_cause cause,
   unsigned depth = tx->depth;
   TXALLOC_ASSERT(level >= 1 && level <= depth);
   tm_be.rollback(tx, level);
+  if (TM_UNLIKELY(tm_syncchar_enabled()) && level == 1)
+    tm_syncchar_abort(tx, jump == TM_JUMP_CANCEL);
   /* The contract: the sets are back to their sizes when the level began. */
   TXALLOC_ASSERT(tx->wn == (level == 1 ? 0 : tx->levels[level]->wset_mark));
   TXALLOC_ASSERT(tm_rn(tx) <= (level == 1 ? 0 : tx->levels[level]->rset_mark));

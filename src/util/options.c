@@ -138,6 +138,7 @@ static int parse_value(int i, const char *value, long *out, char *err, size_t er
     v = choice_index(o->choices, value);
     bad = v < 0;
     break;
+  case TXALLOC_OPTION_TEXT: v = value[0] != '\0' && strcasecmp(value, "off") != 0; break;
   }
   if (!bad) {
     *out = v;
@@ -156,12 +157,38 @@ static int parse_value(int i, const char *value, long *out, char *err, size_t er
   case TXALLOC_OPTION_CHOICE:
     snprintf(err, err_len, "option %s: '%s' is not one of %s", o->name, value, o->choices);
     break;
+  case TXALLOC_OPTION_TEXT: break;
   }
   return -1;
 }
 
+/* TEXT options' strings: copied here, since a value set from code need not outlive the call
+ * (the mechanism never allocates). A TEXT option's value is 1 + the offset of its string, 0
+ * for none; a string set again takes new room, and one that does not fit is refused. */
+static char text_arena[8192];
+static size_t text_used;
+
+static int text_value(const char *value, long *out) {
+  if (value[0] == '\0' || strcasecmp(value, "off") == 0) return *out = 0, 0;
+  size_t n = strlen(value) + 1;
+  size_t at = __atomic_fetch_add(&text_used, n, __ATOMIC_RELAXED);
+  if (at > sizeof text_arena || n > sizeof text_arena - at) return -1;
+  memcpy(text_arena + at, value, n);
+  *out = (long)at + 1;
+  return 0;
+}
+
 static int set_value(int i, const char *value, char *err, size_t err_len) {
   long v;
+  if (txalloc_option_table[i].type == TXALLOC_OPTION_TEXT) {
+    if (text_value(value, &v) != 0) {
+      if (err)
+        snprintf(err, err_len, "option %s: no room for '%s'", txalloc_option_table[i].name, value);
+      return -1;
+    }
+    __atomic_store_n(&txalloc_option_values[i], v, __ATOMIC_RELEASE); /* after the bytes */
+    return 0;
+  }
   if (parse_value(i, value, &v, err, err_len) != 0) return -1;
   __atomic_store_n(&txalloc_option_values[i], v, __ATOMIC_RELAXED);
   return 0;
@@ -186,6 +213,8 @@ int txalloc_option_format(size_t index, char *buf, size_t len) {
   const txalloc_option_info *o = &txalloc_option_table[index];
   long v = txalloc_option_value(index);
   if (o->type == TXALLOC_OPTION_CHOICE) return txalloc_format_choice(o->choices, v, buf, len);
+  if (o->type == TXALLOC_OPTION_TEXT)
+    return snprintf(buf, len, "%s", v ? text_arena + v - 1 : "off");
   return snprintf(buf, len, "%ld", v);
 }
 
