@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "alloc/internal.h"
+#include "util/message.h"
 
 _Atomic(uint64_t) txa_global_counters[TXA_COUNTERS];
 _Atomic(uint64_t) txa_global_cls[TXA_CLASSES][3];
@@ -118,11 +119,7 @@ typedef struct outbuf {
 } outbuf;
 
 static void out_flush(outbuf *o) {
-  for (size_t off = 0; off < o->len;) {
-    ssize_t w = write(o->fd, o->buf + off, o->len - off);
-    if (w <= 0) break;
-    off += (size_t)w;
-  }
+  txalloc_write_all(o->fd, o->buf, o->len);
   o->len = 0;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "thrifty/thrifty_internal.h"
+#include "util/message.h"
 #include "util/options.h"
 
 static _Atomic uint64_t counters[THRIFTY_C_COUNT_];
@@ -63,11 +64,7 @@ void thrifty_stats_print_json(int fd) {
 #undef THRIFTY_STATS_JSON_
   if (n < sizeof buf) n += (size_t)snprintf(buf + n, sizeof buf - n, "}");
   if (n > sizeof buf) n = sizeof buf;
-  for (size_t done = 0; done < n;) {
-    ssize_t w = write(fd, buf + done, n - done);
-    if (w <= 0) break;
-    done += (size_t)w;
-  }
+  txalloc_write_all(fd, buf, n);
 }
 
 __attribute__((destructor)) static void thrifty_stats_at_exit(void) {

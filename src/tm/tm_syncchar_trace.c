@@ -14,18 +14,10 @@ static int trace_fd = -1;
 static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void write_all(const void *data, size_t n) {
-  const char *p = data;
-  while (n) {
-    ssize_t w = write(trace_fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      txalloc_message("syncchar: writing the trace failed; recording stops");
-      close(trace_fd);
-      trace_fd = -1;
-      return;
-    }
-    p += w;
-    n -= (size_t)w;
+  if (!txalloc_write_all(trace_fd, data, n)) {
+    txalloc_message("syncchar: writing the trace failed; recording stops");
+    close(trace_fd);
+    trace_fd = -1;
   }
 }
 

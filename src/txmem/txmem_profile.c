@@ -6,6 +6,7 @@
 
 #include "txmem/txmem_internal.h"
 #include "txmem/txmem_options.h"
+#include "util/message.h"
 
 _Atomic unsigned txmem_parallel_open;
 
@@ -67,13 +68,7 @@ void txmem_profile_get(txmem_profile *out) {
 }
 
 /* ---- The table at exit (option profile), written without allocating ---- */
-static void put(int fd, const char *text, size_t n) {
-  for (size_t done = 0; done < n;) {
-    ssize_t w = write(fd, text + done, n - done);
-    if (w <= 0) return;
-    done += (size_t)w;
-  }
-}
+static void put(int fd, const char *text, size_t n) { txalloc_write_all(fd, text, n); }
 
 static const char *const bucket_heading[TXMEM_PROFILE_BUCKETS] = {"<=16",  "<=32", "<=64", "<=128",
                                                                   "<=256", "<=1K", "<=4K", ">4K"};

@@ -6,6 +6,7 @@
 
 #include "txmem/txmem_internal.h"
 #include "txmem/txmem_options.h"
+#include "util/message.h"
 
 void txmem_stats_get(txmem_stats *out) {
   if (txmem_tls.ready) txmem_hot_publish(&txmem_tls); /* the caller's own counters are exact */
@@ -55,11 +56,7 @@ void txmem_stats_print_json(int fd) {
 #undef TXMEM_STATS_JSON_
   if (n < sizeof buf) n += (size_t)snprintf(buf + n, sizeof buf - n, "}");
   if (n > sizeof buf) n = sizeof buf;
-  for (size_t done = 0; done < n;) {
-    ssize_t w = write(fd, buf + done, n - done);
-    if (w <= 0) break;
-    done += (size_t)w;
-  }
+  txalloc_write_all(fd, buf, n);
 }
 
 __attribute__((destructor)) static void txmem_stats_at_exit(void) {

@@ -17,11 +17,18 @@ void txalloc_message(const char *fmt, ...) {
   size_t len = (size_t)n + (size_t)m;
   if (len > sizeof buf - 2) len = sizeof buf - 2;
   buf[len++] = '\n';
-  for (size_t off = 0; off < len;) {
-    ssize_t w = write(STDERR_FILENO, buf + off, len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    off += (size_t)w;
-  }
+  txalloc_write_all(STDERR_FILENO, buf, len);
   errno = saved_errno;
+}
+
+bool txalloc_write_all(int fd, const void *data, size_t n) {
+  const char *p = data;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
 }
