@@ -288,9 +288,7 @@ static inline __attribute__((always_inline)) void level_begin(tm_tx *tx, tm_leve
   if (TM_LIKELY(d == 1)) {
     tx->wlevel = 1; /* next to depth: one store with it */
     lv->flags = flags;
-    if (TM_UNLIKELY(tm_syncchar_enabled()))
-      tm_syncchar_begin(tx, flags, fresh); /* times the backend's begin */
-    else if (fresh)
+    if (fresh)
       tm_be.begin_first(tx, flags);
     else
       tm_be.begin_again(tx, flags);
@@ -385,7 +383,6 @@ static inline __attribute__((always_inline)) void commit_top_done(tm_tx *tx, boo
       &s->retry_histogram[k < TM_RETRY_HISTOGRAM_BUCKETS ? k : TM_RETRY_HISTOGRAM_BUCKETS - 1], 1);
   if (!read_only) tm_stat_add(&s->commits, 1);
   if (irrevocable) tm_stat_add(&s->commits_irrevocable, 1);
-  if (TM_UNLIKELY(tm_syncchar_enabled())) tm_syncchar_commit(tx, k);
   end_top(tx, k != 0);
   run_callbacks(TM_EVENT_COMMIT, 1);
 }

@@ -34,7 +34,8 @@ struct tm_syncchar_thread {
   uint64_t last_read, last_write;
   /* Counters over every block (the THREAD record). */
   uint64_t sections, sampled_sections, aborts, acq_ns, held_ns, first_ns, last_ns;
-  uint64_t record_ns; /* spent writing SECTION records: not the program's own time */
+  unsigned block_aborts; /* aborted attempts of the block now running */
+  uint64_t record_ns;    /* spent writing SECTION records: not the program's own time */
   uint64_t *buf;
   size_t used;
   tm_syncchar_thread *next; /* every recorder, for the flush at process exit */
@@ -96,6 +97,8 @@ static void flush_all_at_exit(void) {
   pthread_mutex_unlock(&recorders_lock);
 }
 
+static void hook_into_runtime(void);
+
 void tm_syncchar_init(const char *backend_name) {
   if (!txalloc_opt(TXALLOC_OPT_SYNCCHAR)) return;
   char path[4096];
@@ -113,6 +116,7 @@ void tm_syncchar_init(const char *backend_name) {
   }
   tm_syncchar_trace_write_maps();
   atexit(flush_all_at_exit);
+  hook_into_runtime();
   __atomic_store_n(&tm_syncchar_on, true, __ATOMIC_RELEASE);
 }
 
@@ -151,6 +155,7 @@ static void before_begin(tm_tx *tx, bool fresh) {
   tm_syncchar_thread *r = recorder();
   uint64_t t = now_ns();
   if (fresh) {
+    r->block_aborts = 0;
     r->block_begin = t;
     r->sampled = draw_sample(r);
 #ifdef TM_HAVE_FAST_ENTRY_
@@ -178,12 +183,20 @@ static void after_begin(void) {
   }
 }
 
-void tm_syncchar_begin(tm_tx *tx, int flags, bool fresh) {
-  before_begin(tx, fresh);
-  if (fresh)
-    tm_be.begin_first(tx, flags);
-  else
-    tm_be.begin_again(tx, flags);
+/* The recorder wraps the backend's begins (tm_be, at initialisation) and hears commits as
+ * a registered callback, so that blocks pay nothing for it while it is off. */
+static void (*backend_begin_first)(tm_tx *tx, int flags);
+static void (*backend_begin_again)(tm_tx *tx, int flags);
+
+static void begin_first_recorded(tm_tx *tx, int flags) {
+  before_begin(tx, true);
+  backend_begin_first(tx, flags);
+  after_begin();
+}
+
+static void begin_again_recorded(tm_tx *tx, int flags) {
+  before_begin(tx, false);
+  backend_begin_again(tx, flags);
   after_begin();
 }
 
@@ -303,11 +316,25 @@ static void end_block(tm_syncchar_thread *r, tm_tx *tx, unsigned retries, unsign
 void tm_syncchar_abort(tm_tx *tx, bool cancel) {
   tm_syncchar_thread *r = thread_recorder;
   r->aborts++;
-  if (cancel) end_block(r, tx, tx->top_retries, TM_SC_FLAG_CANCELLED);
+  r->block_aborts++;
+  if (cancel) end_block(r, tx, r->block_aborts - 1, TM_SC_FLAG_CANCELLED);
   tm_syncchar_self = NULL;
 }
 
-void tm_syncchar_commit(tm_tx *tx, unsigned retries) { end_block(thread_recorder, tx, retries, 0); }
+static void on_commit(void *ctx, unsigned depth) {
+  (void)ctx;
+  tm_syncchar_thread *r = thread_recorder;
+  if (depth == 1 && r) end_block(r, tm_self, r->block_aborts, 0);
+}
+
+static void hook_into_runtime(void) {
+  backend_begin_first = tm_be.begin_first;
+  backend_begin_again = tm_be.begin_again;
+  tm_be.begin_first = begin_first_recorded;
+  tm_be.begin_again = begin_again_recorded;
+  static const tm_callbacks commits = {.on_commit = on_commit};
+  if (tm_register_callbacks(&commits) != 0) tm_fatal("syncchar: the callback table is full");
+}
 
 void tm_syncchar_alloc(void *ptr, size_t size, void *site) {
   if (!record_objects) return;

@@ -7,9 +7,11 @@
  * and from them to the file (tm_syncchar_trace.c) when a buffer fills, at thread exit and
  * at process exit.
  *
- * The hooks are called only when tm_syncchar_enabled() (set once, at the runtime's
+ * The hooks below are called only when tm_syncchar_enabled() (set once, at the runtime's
  * initialisation); tm_syncchar_self is non-NULL exactly while a sampled attempt runs on the
- * thread. */
+ * thread. Begins and commits need no hook: the recorder wraps the backend's begins in
+ * tm_be and hears top-level commits as a registered callback, so blocks pay nothing for it
+ * while it is off. */
 #ifndef TXALLOC_TM_SYNCCHAR_H
 #define TXALLOC_TM_SYNCCHAR_H
 
@@ -29,21 +31,18 @@ static inline bool tm_syncchar_enabled(void) {
 }
 extern __thread tm_syncchar_thread *tm_syncchar_self __attribute__((tls_model("initial-exec")));
 
-/* Once, at the runtime's initialisation, after the backend's: opens the trace when the
- * syncchar option names a file, and sets tm_syncchar_on. */
+/* Once, at the runtime's initialisation, after the backend's and before any transaction:
+ * opens the trace when the syncchar option names a file, wraps tm_be's begins, registers
+ * the commit callback and sets tm_syncchar_on. */
 void tm_syncchar_init(const char *backend_name);
 
 /* The portable entry's block site (the caller of tm_checkpoint_), for the next top-level
  * begin; the fast entry's is the return address its context saved. */
 void tm_syncchar_site(void *site);
-/* Begins a top-level attempt through the backend (fresh: the block's first), timing it. */
-void tm_syncchar_begin(tm_tx *tx, int flags, bool fresh);
 /* An access of a sampled attempt (tm_syncchar_self != NULL). */
 void tm_syncchar_access(uintptr_t addr, unsigned size, bool write);
 /* The top level aborted: `cancel`, tm_abort ended the block; else it will begin again. */
 void tm_syncchar_abort(tm_tx *tx, bool cancel);
-/* The top level committed after `retries` aborts. */
-void tm_syncchar_commit(tm_tx *tx, unsigned retries);
 /* tm_malloc's object and its caller, and tm_free's. */
 void tm_syncchar_alloc(void *ptr, size_t size, void *site);
 void tm_syncchar_free(void *ptr);
