@@ -90,28 +90,14 @@ static inline bool txa_free_owned(void *p, unsigned kind) {
 
 /* ---- The operations for the layers above ---- */
 
-/* Requests up to this size may be served by txa_direct_take. */
+/* Requests up to this size may be served by txa_direct_take_spaced. */
 #define TXA_DIRECT_SMALL_MAX TXA_SMALL_MAX
-
-/* Take: alloc.c's malloc fast path inline: pop the current block of the calling thread's
- * bin (private list, else bump area) for a small request, with the per-class count. NULL
- * sends the caller to txalloc_malloc, which handles everything else (no heap yet,
- * medium/large, refill). */
-static inline void *txa_direct_take(size_t size) {
-  txa_heap *h = txa_tls_heap;
-  if (TXA_UNLIKELY(h == NULL || size > TXA_DIRECT_SMALL_MAX)) return NULL;
-  unsigned c = txa_size_class(size);
-  void *p = txa_block_take(h->bins[c].current);
-  if (TXA_UNLIKELY(p == NULL)) return NULL;
-  txa_bump_counter(&h->cls[c].allocs, 1);
-  return p;
-}
 
 /* ---- Stripe spacing (stripe_class.c) ----
  * Requests that a layer above wants spaced (txmem: objects of transactions) are served
  * from a second class table, txa_spaced_class_by_16: for stripe S, a class whose objects
  * start and end on S-byte boundaries, so that no two objects share a stripe. Without a
- * stripe it equals the plain table, so the spaced take costs what txa_direct_take costs. */
+ * stripe it equals the plain table. */
 extern uint8_t txa_spaced_class_by_16[TXA_SMALL_MAX / 16 + 1];
 
 /* Spaces later spaced requests for stripes of `stripe` bytes (a power of two; 0: none),
@@ -128,7 +114,10 @@ size_t txa_spacing_max(void);  /* the largest stripe txa_set_spacing accepts */
 void *txa_spaced_malloc(size_t size);
 void *txa_spaced_calloc(size_t size);
 
-/* txa_direct_take for a spaced request. */
+/* Take: alloc.c's malloc fast path inline, for a spaced request: pop the current block of
+ * the calling thread's bin (private list, else bump area) for a small request, with the
+ * per-class count. NULL sends the caller to txa_spaced_malloc, which handles everything
+ * else (no heap yet, medium/large, refill). */
 static inline void *txa_direct_take_spaced(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXA_UNLIKELY(h == NULL || size > TXA_DIRECT_SMALL_MAX)) return NULL;
@@ -140,7 +129,7 @@ static inline void *txa_direct_take_spaced(size_t size) {
 }
 
 /* Give back: the owner-side free fast path for an object the caller KNOWS is live and
- * small (it took it with txa_direct_take or txalloc_malloc and has not freed it since).
+ * small (it took it with txa_direct_take_spaced or txalloc_malloc and has not freed it since).
  * That knowledge replaces the region-map lookup, the object-start validation and the
  * double-free check. Ownership is still tested (one load): anything else goes to
  * txalloc_free.

@@ -32,6 +32,18 @@ static inline void *plain_malloc(size_t size) {
   return malloc(size);
 }
 
+/* calloc of count * size (= bytes, checked) outside transactions, by the strategy. */
+static inline void *plain_calloc(size_t count, size_t size, size_t bytes) {
+  int strategy = txmem_config_get()->strategy;
+  if (strategy == TXMEM_TXALLOC) return txa_spaced_calloc(bytes);
+  if (strategy == TXMEM_THRIFTY) {
+    void *p = thrifty_malloc(bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+  }
+  return calloc(count, size);
+}
+
 static inline void plain_free(void *ptr) {
   if (TXMEM_UNLIKELY(!atomic_load_explicit(&txmem_cfg_ready, memory_order_acquire))) {
     plain_free_first(ptr);
@@ -365,14 +377,7 @@ void *txmem_calloc(size_t count, size_t size) {
   if (TXMEM_LIKELY(t->depth == 0)) {
     if (TXMEM_UNLIKELY(!t->rec)) txmem_thread_setup(t);
     txmem_profile_count_malloc(&t->prof, txmem_profile_outside(), bytes);
-    int strategy = txmem_config_get()->strategy;
-    if (strategy == TXMEM_TXALLOC) return txa_spaced_calloc(bytes);
-    if (strategy == TXMEM_THRIFTY) {
-      void *p = thrifty_malloc(bytes);
-      if (p) memset(p, 0, bytes);
-      return p;
-    }
-    return calloc(count, size);
+    return plain_calloc(count, size, bytes);
   }
   void *p = tx_malloc(t, bytes);
   if (p) memset(p, 0, bytes);
