@@ -75,6 +75,7 @@ TXALLOC_API txalloc_error_fn txalloc_set_error_hook(txalloc_error_fn fn, void *a
   X(blocks_to_store, "blocks returned to the block store")                                         \
   X(blocks_abandoned, "part-used blocks handed back at thread exit")                               \
   X(blocks_adopted, "abandoned blocks adopted by another thread")                                  \
+  X(blocks_released_remote, "blocks emptied by other threads' frees, released for their owner")    \
   X(spans_decommitted, "spans whose memory was returned to the OS")                                \
   X(large_cache_hits, "large allocations served from the large-object cache")                      \
   X(os_maps, "mmap calls")                                                                         \

@@ -148,6 +148,12 @@ static bool remote_free(txa_block *b, void *p, const char *op) {
   } while (!atomic_compare_exchange_weak_explicit(&b->public_free, &old,
                                                   txa_public_pack(p, txa_public_count(old) + 1),
                                                   memory_order_release, memory_order_relaxed));
+  /* Every object out of a block that is not its bin's current one is now on the public
+   * list: offer it to its owner for release, which may be idle (heap.c). Reading `used`
+   * (the owner's line) only for non-current blocks keeps the owner's hot line unshared. */
+  if (!atomic_load_explicit(&b->current_hint, memory_order_relaxed) &&
+      txa_public_count(old) + 1 == txa_used_acquire(b))
+    txa_heap_offer_release(b);
   return true;
 }
 

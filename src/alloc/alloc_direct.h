@@ -24,10 +24,10 @@ size_t txa_large_usable(const void *p);                 /* 0 if p is not a live 
 static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
   void *p = b->free;
   if (TXA_LIKELY(p != NULL)) {
-    TXALLOC_ASSERT(b->used < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
+    TXALLOC_ASSERT(txa_used(b) < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
     b->free = txa_decode(*(uintptr_t *)p, b->key);
     *(uintptr_t *)p = 0;
-    b->used++;
+    txa_used_inc(b);
     return p;
   }
   if (b->bump != b->bump_end) {
@@ -35,9 +35,9 @@ static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
         TXA_UNLIKELY(atomic_load_explicit(&b->public_free, memory_order_relaxed) != 0))
       return NULL;
     p = b->bump;
-    TXALLOC_ASSERT(b->used < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
+    TXALLOC_ASSERT(txa_used(b) < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
     b->bump += b->obj_size;
-    b->used++;
+    txa_used_inc(b);
     return p;
   }
   return NULL;
@@ -57,11 +57,11 @@ static inline void txa_bump_counter(uint64_t *p, uint64_t n) {
  * current block, which stays for the next allocation). */
 static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c) {
   TXALLOC_ASSERT(atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
-  TXALLOC_ASSERT(c == b->class_id && b->used > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
+  TXALLOC_ASSERT(c == b->class_id && txa_used(b) > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
   *(uintptr_t *)p = txa_encode(b->free, b->key);
   b->free = p;
   txa_bump_counter(&h->cls[c].frees, 1);
-  if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+  if (TXA_UNLIKELY(txa_used_dec(b) == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
 }
 
 /* txalloc_free's common case (alloc.c), shared with txmem's release of committed frees,

@@ -204,7 +204,7 @@ void txa_store_reclaim_abandoned(void) {
       atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
       /* We hold b exclusively (it is out of every stack), so we are its only consumer. */
       txa_block_repatriate(b);
-      if (b->used == 0) {
+      if (txa_used(b) == 0) {
         txa_store_push_empty(b);
       } else {
         txa_store_push_abandoned(b);

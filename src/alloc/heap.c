@@ -98,11 +98,12 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   b->bump_end = (char *)b + first + (size_t)ci->capacity * ci->size;
   b->key = key;
   b->next = b->prev = NULL;
-  b->used = 0;
+  txa_used_set(b, 0);
   b->obj_size = ci->size;
   b->class_id = (uint16_t)c;
   b->zero_bump = zero;
   TXALLOC_ASSERT(b->capacity > 0 && b->bump_end <= (char *)b + txa_span_size(b->span_kind));
+  atomic_store_explicit(&b->current_hint, 0, memory_order_relaxed);
   atomic_store_explicit(&b->public_free, 0, memory_order_relaxed);
   atomic_store_explicit(&b->owner, h, memory_order_relaxed);
 }
@@ -153,11 +154,22 @@ uint32_t txa_block_repatriate(txa_block *b) {
     *(uintptr_t *)tail = txa_encode(b->free, key);
   }
   b->free = list;
-  b->used -= n < b->used ? n : b->used;
+  uint32_t used = txa_used(b);
+  txa_used_set(b, used - (n < used ? n : used));
   return n;
 }
 
-/* ---- The ring of a bin ---- */
+/* ---- The ring of a bin (changed only under the heap's ring lock) ---- */
+static void set_hint(txa_block *b, bool current) {
+  if (b != &txa_empty_block) atomic_store_explicit(&b->current_hint, current, memory_order_relaxed);
+}
+
+static void bin_set_current(txa_bin *bn, txa_block *b) {
+  set_hint(bn->current, false);
+  bn->current = b;
+  set_hint(b, true);
+}
+
 static void bin_insert(txa_bin *bn, txa_block *b) {
   if (!bn->head) {
     b->next = b->prev = b;
@@ -176,23 +188,117 @@ static void bin_remove(txa_bin *bn, txa_block *b) {
   TXALLOC_ASSERT(bn->blocks > 0 && b != &txa_empty_block);
   if (b->next == b) {
     bn->head = NULL;
-    bn->current = &txa_empty_block;
+    bin_set_current(bn, &txa_empty_block);
   } else {
     b->prev->next = b->next;
     b->next->prev = b->prev;
     if (bn->head == b) bn->head = b->next;
-    if (bn->current == b) bn->current = b->next;
+    if (bn->current == b) bin_set_current(bn, b->next);
   }
   b->next = b->prev = NULL;
   bn->blocks--;
 }
 
-void txa_heap_release_block(txa_heap *h, txa_block *b) {
-  TXALLOC_ASSERT(b->used == 0 && atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
+/* pre: ring lock held, b empty (used == 0 and nothing on its public list) and owned by h. */
+static void release_block_locked(txa_heap *h, txa_block *b) {
+  TXALLOC_ASSERT(atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
   bin_remove(&h->bins[b->class_id], b);
   atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
   atomic_fetch_sub_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
   txa_store_push_empty(b);
+}
+
+/* ---- Release of blocks that other threads' frees emptied ----
+ *
+ * A block whose objects were all freed by other threads still counts them as used until its
+ * owner repatriates its public list, which an idle owner never does: its memory would stay
+ * committed for as long as the owner lives. So the remote free that brings the public count
+ * up to `used` (every object out of the block is on its public list) offers the block to the
+ * owner's heap: it puts it in one of the heap's release slots and tries the heap's ring
+ * lock. Whoever holds the ring lock (that thread, or the owner on a slow path, which drains
+ * the slots before it lets go) checks each offered block again and, if it is still not the
+ * current block of its bin and its public list still holds exactly `used` objects, empties
+ * the public list with one CAS, takes the block out of the ring and returns it to the store.
+ *
+ * Why the owner cannot interfere without the lock: its fast paths allocate only from the
+ * current block of a bin, which the release skips, and free only live objects, of which the
+ * block has none (public count == used; used only decreases and the public count only
+ * increases while the lock is held, so equality read in either order holds at some instant).
+ * A block alone in its ring is always its bin's current one. The owner's last writes to the
+ * block are ordered before the release by used's release store and the acquire load here.
+ * Offers are hints: a slot may hold a block that has since changed hands; the checks under
+ * the lock (owner, current, counts) decide. */
+static void release_if_empty(txa_heap *h, txa_block *b) {
+  if (atomic_load_explicit(&b->owner, memory_order_relaxed) != h) return;
+  txa_bin *bn = &h->bins[b->class_id];
+  if (b == bn->current || b->next == b) return;
+  uint64_t w = atomic_load_explicit(&b->public_free, memory_order_acquire);
+  uint32_t used = txa_used_acquire(b);
+  /* used == 0: the owner is releasing it itself (txa_owner_free). */
+  if (used == 0 || txa_public_count(w) != used) return;
+  if (!atomic_compare_exchange_strong_explicit(&b->public_free, &w, 0, memory_order_acq_rel,
+                                               memory_order_relaxed))
+    return;
+  txa_used_set(b, 0);
+  TXA_GCOUNT(blocks_released_remote, 1);
+  release_block_locked(h, b);
+}
+
+/* pre: ring lock held. */
+static void drain_releases(txa_heap *h) {
+  if (!atomic_exchange_explicit(&h->release_pending, 0, memory_order_seq_cst)) return;
+  for (unsigned i = 0; i < TXA_RELEASE_SLOTS; i++) {
+    txa_block *b = atomic_exchange_explicit(&h->release_slots[i], NULL, memory_order_acquire);
+    if (b) release_if_empty(h, b);
+  }
+  if (!atomic_exchange_explicit(&h->release_scan, 0, memory_order_acquire)) return;
+  for (unsigned c = 0; c < TXA_CLASSES; c++) {
+    txa_bin *bn = &h->bins[c];
+    txa_block *b = bn->head;
+    for (uint32_t i = 0, n = bn->blocks; b && i < n; i++) {
+      txa_block *next = b->next;
+      release_if_empty(h, b);
+      b = next;
+    }
+  }
+}
+
+static void ring_lock(txa_heap *h) { txa_lock_acquire(&h->ring_lock); }
+
+/* Lets go of the ring lock, then drains offers that arrived while it was held: an offering
+ * thread publishes its offer before it tries the lock, and this thread lets go before it
+ * looks for offers (both sequentially consistent), so one of the two sees the other. */
+static void ring_unlock(txa_heap *h) {
+  for (;;) {
+    drain_releases(h);
+    atomic_store_explicit(&h->ring_lock.held, 0, memory_order_seq_cst);
+    if (!atomic_load_explicit(&h->release_pending, memory_order_seq_cst) ||
+        !txa_lock_try(&h->ring_lock))
+      return;
+  }
+}
+
+void txa_heap_offer_release(txa_block *b) {
+  txa_heap *h = atomic_load_explicit(&b->owner, memory_order_acquire);
+  if (!h) return;
+  unsigned i = 0;
+  for (; i < TXA_RELEASE_SLOTS; i++) {
+    txa_block *expected = NULL;
+    if (atomic_load_explicit(&h->release_slots[i], memory_order_relaxed) == NULL &&
+        atomic_compare_exchange_strong_explicit(&h->release_slots[i], &expected, b,
+                                                memory_order_release, memory_order_relaxed))
+      break;
+  }
+  if (i == TXA_RELEASE_SLOTS) atomic_store_explicit(&h->release_scan, 1, memory_order_release);
+  atomic_store_explicit(&h->release_pending, 1, memory_order_seq_cst);
+  if (txa_lock_try(&h->ring_lock)) ring_unlock(h);
+}
+
+void txa_heap_release_block(txa_heap *h, txa_block *b) {
+  ring_lock(h);
+  /* Only the owner frees its live objects, and the block has none: still empty. */
+  release_block_locked(h, b);
+  ring_unlock(h);
 }
 
 /* A block for class c owned by h and already in its bin: an abandoned one, else an empty
@@ -208,7 +314,7 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
     TXA_COUNT(h, blocks_adopted, 1);
     atomic_fetch_add_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
     bin_insert(bn, b);
-    if (b->used < b->capacity) return b;
+    if (txa_used(b) < b->capacity) return b;
   }
   /* Taking a block is also the moment to age the empty ones, so that a thread that stopped
    * freeing still gets the memory of earlier frees decommitted. */
@@ -234,7 +340,8 @@ static void end_traversal(txa_bin *bn) {
   bn->free_seen = bn->cap_seen = 0;
 }
 
-void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
+/* pre: ring lock held. */
+static void *alloc_slow_locked(txa_heap *h, unsigned c) {
   txa_bin *bn = &h->bins[c];
   txa_block *cur = bn->current;
   void *p;
@@ -247,12 +354,12 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
         if (x == bn->head) end_traversal(bn);
         /* Only blocks without private objects: repatriating then needs no list walk. */
         if (!x->free && txa_block_repatriate(x)) TXA_COUNT(h, public_repatriations, 1);
-        uint32_t avail = x->capacity - x->used;
+        uint32_t avail = x->capacity - txa_used(x);
         bn->visited++;
         bn->free_seen += avail;
         bn->cap_seen += x->capacity;
         if (avail) {
-          bn->current = x;
+          bin_set_current(bn, x);
           return block_take_slow(x);
         }
         last = x;
@@ -260,7 +367,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
       }
       /* The new block goes after the last block inspected, so that the next search
        * starts with blocks this one did not look at. */
-      bn->current = last;
+      bin_set_current(bn, last);
     }
   }
   bn->grow = false;
@@ -269,7 +376,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
     errno = ENOMEM;
     return NULL;
   }
-  bn->current = b;
+  bin_set_current(bn, b);
   p = block_take_slow(b);
   if (!p) { /* an adopted block that is still full: try once more with a fresh one */
     b = acquire_block(h, c);
@@ -277,9 +384,18 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
       errno = ENOMEM;
       return NULL;
     }
-    bn->current = b;
+    bin_set_current(bn, b);
     p = block_take_slow(b);
   }
+  return p;
+}
+
+void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
+  ring_lock(h);
+  void *p = alloc_slow_locked(h, c);
+  int saved = errno;
+  ring_unlock(h);
+  errno = saved;
   return p;
 }
 
@@ -313,7 +429,9 @@ txa_heap *txa_heap_get_slow(void) {
     all_heaps = h;
     txa_lock_release(&txa_heap_lock);
   }
+  ring_lock(h); /* a stale release offer may still be drained on it */
   heap_reset(h);
+  ring_unlock(h);
   static _Atomic(uint32_t) acquisitions;
   h->colour = colour_of(atomic_fetch_add_explicit(&acquisitions, 1, memory_order_relaxed));
   h->pool_next = NULL;
@@ -329,6 +447,7 @@ bool txa_thread_is_exiting(void) { return tls_exiting; }
 
 void txa_heap_abandon(txa_heap *h) {
   int64_t released = 0;
+  ring_lock(h);
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
     txa_bin *bn = &h->bins[c];
     txa_block *b = bn->head;
@@ -338,7 +457,7 @@ void txa_heap_abandon(txa_heap *h) {
       b->next = b->prev = NULL;
       atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
       released++;
-      if (b->used == 0) {
+      if (txa_used(b) == 0) {
         txa_store_push_empty(b);
       } else {
         TXA_COUNT(h, blocks_abandoned, 1);
@@ -349,6 +468,7 @@ void txa_heap_abandon(txa_heap *h) {
   }
   atomic_fetch_sub_explicit(&txa_blocks_in_use, released, memory_order_relaxed);
   heap_reset(h);
+  ring_unlock(h);
   if (txa_tls_heap == h) txa_tls_heap = NULL;
   txa_lock_acquire(&txa_heap_lock);
   txa_stats_fold_heap(h);
@@ -370,6 +490,7 @@ txa_heap *txa_heap_first(void) { return all_heaps; }
 
 /* Returns the calling thread's empty non-current blocks to the store (collect). */
 void txa_heap_trim(txa_heap *h) {
+  ring_lock(h);
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
     txa_bin *bn = &h->bins[c];
     txa_block *b = bn->head;
@@ -377,8 +498,17 @@ void txa_heap_trim(txa_heap *h) {
     for (uint32_t i = 0; b && i < n; i++) {
       txa_block *next = b->next;
       txa_block_repatriate(b);
-      if (b->used == 0 && b != bn->current) txa_heap_release_block(h, b);
+      if (txa_used(b) == 0 && b != bn->current) release_block_locked(h, b);
       b = next;
     }
   }
+  ring_unlock(h);
+}
+
+void txa_heap_lock_rings(void) {
+  for (txa_heap *h = all_heaps; h; h = h->all_next) ring_lock(h);
+}
+
+void txa_heap_unlock_rings(void) {
+  for (txa_heap *h = all_heaps; h; h = h->all_next) txa_lock_release(&h->ring_lock);
 }

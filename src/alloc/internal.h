@@ -57,8 +57,15 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c); /* refill the bin, then allo
 void txa_heap_abandon(txa_heap *h);
 void txa_heap_tls_destructor(void *arg); /* pthread key destructor */
 void txa_heap_trim(txa_heap *h);         /* return empty non-current blocks to the store */
-txa_heap *txa_heap_first(void);          /* registry head; pre: txa_heap_lock held */
-bool txa_thread_is_exiting(void);        /* the thread's key destructor already ran */
+/* After a remote free made b's public list hold every object out of it (count), while b is
+ * not its bin's current block: offers b to its owner for release (heap.c). */
+void txa_heap_offer_release(txa_block *b);
+/* Takes (fork_prepare) and releases (after fork) every heap's ring lock;
+ * pre: txa_heap_lock held. */
+void txa_heap_lock_rings(void);
+void txa_heap_unlock_rings(void);
+txa_heap *txa_heap_first(void);   /* registry head; pre: txa_heap_lock held */
+bool txa_thread_is_exiting(void); /* the thread's key destructor already ran */
 /* Initialises block b (fresh or from the store) for class c, owned by h. */
 void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero);
 /* Moves the public list in front of the private list (one atomic exchange; the list is
@@ -103,10 +110,13 @@ void txa_error(txalloc_error_kind kind, const void *ptr, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- Locks (fork.c): spin locks for slow paths, taken by the fork handlers. ---- */
-typedef struct txa_lock {
-  _Atomic(int) held;
-} txa_lock;
 void txa_lock_acquire(txa_lock *l);
+static inline bool txa_lock_try(txa_lock *l) {
+  int expected = 0;
+  return atomic_load_explicit(&l->held, memory_order_seq_cst) == 0 &&
+         atomic_compare_exchange_strong_explicit(&l->held, &expected, 1, memory_order_seq_cst,
+                                                 memory_order_relaxed);
+}
 static inline void txa_lock_release(txa_lock *l) {
   atomic_store_explicit(&l->held, 0, memory_order_release);
 }

@@ -144,6 +144,9 @@ struct txa_block {
   uint32_t size; /* object size */
   uint16_t class_shared;
   uint8_t span_kind; /* TXA_KIND_SMALL or TXA_KIND_MEDIUM */
+  /* The block is its bin's current one (written by the owner under its ring lock): remote
+   * frees then skip the release check, which would read line 0 (heap.c). */
+  _Atomic(uint8_t) current_hint;
   /* line 2: the public free list, target of remote frees' CAS: head and length packed in
    * one word (txa_public_pack), so the owner takes both with one exchange. */
   _Alignas(TXA_CACHE_LINE) _Atomic(uint64_t) public_free;
@@ -178,6 +181,58 @@ static inline void *txa_public_head(uint64_t w) {
 }
 static inline uint32_t txa_public_count(uint64_t w) { return (uint32_t)(w >> TXA_PUBLIC_PTR_BITS); }
 
+/* `used` is written by the owner only, and read by a thread that may release the block when
+ * its frees emptied it (heap.c). A decrement (txa_used_set) is a release store, so that a
+ * releaser that reads the count with acquire and finds the block empty also sees the owner's
+ * last writes to it; an increment (an allocation) needs no order. The owner's accesses are
+ * plain in normal builds: an aligned 32-bit store is single-copy atomic on x86-64, and
+ * atomic ones would cost the fast paths a load and a store instead of one add to memory
+ * (3 instructions per malloc/free pair); ThreadSanitizer builds make them atomic so that the
+ * protocol is checked. The releaser's loads are always atomic. */
+#if defined(__SANITIZE_THREAD__)
+#define TXA_OWNER_ATOMIC 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TXA_OWNER_ATOMIC 1
+#endif
+#endif
+static inline uint32_t txa_used(const txa_block *b) {
+#ifdef TXA_OWNER_ATOMIC
+  return __atomic_load_n(&b->used, __ATOMIC_RELAXED);
+#else
+  return b->used;
+#endif
+}
+static inline uint32_t txa_used_acquire(const txa_block *b) {
+  return __atomic_load_n(&b->used, __ATOMIC_ACQUIRE);
+}
+static inline void txa_used_set(txa_block *b, uint32_t n) {
+#ifdef TXA_OWNER_ATOMIC
+  __atomic_store_n(&b->used, n, __ATOMIC_RELEASE);
+#else
+  __atomic_signal_fence(__ATOMIC_RELEASE); /* a plain store on x86-64 has release order */
+  b->used = n;
+#endif
+}
+/* One fewer object in use (the owner's free), with txa_used_set's order; returns the count. */
+static inline uint32_t txa_used_dec(txa_block *b) {
+#ifdef TXA_OWNER_ATOMIC
+  uint32_t n = __atomic_load_n(&b->used, __ATOMIC_RELAXED) - 1;
+  __atomic_store_n(&b->used, n, __ATOMIC_RELEASE);
+  return n;
+#else
+  __atomic_signal_fence(__ATOMIC_RELEASE);
+  return --b->used;
+#endif
+}
+static inline void txa_used_inc(txa_block *b) {
+#ifdef TXA_OWNER_ATOMIC
+  __atomic_store_n(&b->used, __atomic_load_n(&b->used, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+#else
+  b->used++;
+#endif
+}
+
 /* ---- Thread heaps (heap.c) ---- */
 enum txa_counter {
 #define TXA_COUNTER_ID_(name, doc) TXA_C_##name,
@@ -197,6 +252,15 @@ typedef struct txa_bin {
   uint32_t colour;    /* colour of the next block initialised for this bin (mod colours) */
 } txa_bin;
 
+/* A spin lock for slow paths (fork.c). */
+typedef struct txa_lock {
+  _Atomic(int) held;
+} txa_lock;
+
+/* Blocks that other threads' frees emptied, offered to their owner's heap for release
+ * (heap.c); more at once set release_scan instead. */
+#define TXA_RELEASE_SLOTS 16
+
 typedef struct txa_class_counters {
   uint64_t allocs, frees, remote_frees;
 } txa_class_counters;
@@ -211,6 +275,13 @@ struct txa_heap {
   txa_heap *pool_next; /* free heaps, ready for a new thread */
   uint32_t colour;     /* where its blocks start bumping, in 2^-32 of a block (heap.c) */
   bool in_use;
+  /* The rings of the bins (next/prev, head, current, blocks) and the ownership of the
+   * blocks in them change only under ring_lock: the owner takes it on its slow paths, other
+   * threads to release blocks their frees emptied while the owner is idle (heap.c). */
+  _Alignas(TXA_CACHE_LINE) txa_lock ring_lock;
+  _Atomic(uint32_t) release_pending; /* a slot or release_scan was set since the last drain */
+  _Atomic(uint32_t) release_scan;    /* the slots overflowed: inspect every block */
+  _Atomic(txa_block *) release_slots[TXA_RELEASE_SLOTS];
 };
 
 extern txa_block txa_empty_block; /* sentinel: no free object, no bump space */
