@@ -51,7 +51,23 @@ static inline void *alloc_size(size_t size, size_t zero_bytes) {
   return txa_large_alloc(size, 0, zero_bytes != 0);
 }
 
-TXALLOC_API void *txalloc_malloc(size_t size) { return alloc_size(size, 0); }
+static __attribute__((noinline)) void *malloc_slow(size_t size) { return alloc_size(size, 0); }
+
+/* The common case as a leaf without a stack frame: a small request of a thread with a heap,
+ * served by the current block of its bin. Everything else (first call, medium and large
+ * sizes, a refill) tail-calls malloc_slow, which starts again from the size. */
+TXALLOC_API void *txalloc_malloc(size_t size) {
+  txa_heap *h = txa_tls_heap;
+  if (TXA_LIKELY(size <= TXA_SMALL_MAX) && TXA_LIKELY(h != NULL)) {
+    unsigned c = txa_class_by_16[(size + 15) >> 4];
+    void *p = txa_block_take(h->bins[c].current);
+    if (TXA_LIKELY(p != NULL)) {
+      txa_bump_counter(&h->cls[c].allocs, 1);
+      return p;
+    }
+  }
+  return malloc_slow(size);
+}
 
 void *txa_class_malloc(unsigned c, bool zero) {
   txa_init();
@@ -207,17 +223,22 @@ static __attribute__((noinline)) void free_checked(void *p, const char *op) {
   }
 }
 
-/* The common case inline, with few live registers: a valid object of a block the calling
- * thread owns, not looking free. Everything else (remote frees, large objects, errors,
- * the first call before initialisation: the empty region map says "not ours") takes
- * free_checked, which redoes the checks and reports. */
-TXALLOC_API void txalloc_free(void *p) {
+static __attribute__((noinline)) void free_slow(void *p) {
   if (!p) return;
-  unsigned kind = txa_kind_of((uintptr_t)p);
-  if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM) &&
-      TXA_LIKELY(txa_free_owned(p, kind)))
-    return;
+  if (txa_kind_of((uintptr_t)p) == TXA_KIND_MEDIUM && txa_free_owned(p, TXA_KIND_MEDIUM)) return;
   free_checked(p, "free");
+}
+
+/* The common case as a leaf, with few live registers: a valid object of a small block the
+ * calling thread owns, not looking free. Everything else (NULL, whose granule is never
+ * ours; medium objects; remote frees, large objects, errors; the first call before
+ * initialisation: the empty region map says "not ours") tail-calls free_slow, which
+ * redoes the checks and reports. */
+TXALLOC_API void txalloc_free(void *p) {
+  if (TXA_LIKELY(txa_kind_of((uintptr_t)p) == TXA_KIND_SMALL) &&
+      TXA_LIKELY(txa_free_owned(p, TXA_KIND_SMALL)))
+    return;
+  free_slow(p);
 }
 
 /* ---- Sizes ---- */

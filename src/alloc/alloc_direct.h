@@ -45,9 +45,15 @@ static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
 static inline void *txa_block_take(txa_block *b) { return txa_block_take_from(b, true); }
 
 static inline uint64_t txa_rd(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-/* Owner-only counter bump: a relaxed load and store, no locked instruction. */
+/* Owner-only counter bump, no locked instruction: one add to memory; a relaxed load and
+ * store under ThreadSanitizer, where statistics readers' loads are checked (TXA_OWNER_ATOMIC,
+ * alloc/layout.h). */
 static inline void txa_bump_counter(uint64_t *p, uint64_t n) {
+#ifdef TXA_OWNER_ATOMIC
   __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+#else
+  *p += n;
+#endif
 }
 #define TXA_COUNT(h, name, n) txa_bump_counter(&(h)->counters[TXA_C_##name], (n))
 

@@ -160,11 +160,14 @@ static inline txa_block *txa_block_of(uintptr_t a, unsigned kind) {
   return (txa_block *)(a & ~(uintptr_t)(txa_span_size(kind) - 1));
 }
 /* Index of the object starting at a in block b, or -1 when a is not an object start (an
- * interior pointer, the header, past the last object; an empty block has capacity 0). */
+ * interior pointer, the header, past the last object; an empty block has capacity 0).
+ * pre: b = txa_block_of(a, kind). Then off is below the span (<= 1 MiB), where the
+ * reciprocal gives the exact quotient (size < 2^20), or wrapped round to above 2^64 - 2^20
+ * (a inside the header), which no idx * size (< 2^24 x 2^17) can equal. */
 static inline int64_t txa_object_index(const txa_block *b, uintptr_t a) {
   uint64_t off = (uint64_t)(a - (uintptr_t)b) - b->first_offset;
   uint64_t idx = (off * b->inverse) >> 40;
-  if (TXA_UNLIKELY(off >= TXA_GRANULE || idx >= b->capacity || idx * b->size != off)) return -1;
+  if (TXA_UNLIKELY(idx >= b->capacity || idx * b->size != off)) return -1;
   return (int64_t)idx;
 }
 static inline uintptr_t txa_encode(void *next, uintptr_t key) { return (uintptr_t)next ^ key; }
