@@ -166,11 +166,11 @@ def test_no_section_without_a_recordable_row_or_without_the_request(sync_spec, w
     study_dir = run_study(sync_spec(params='structure = "disjoint", tm = "glock"'), tmp_path / "a", study_env)
     assert not (study_dir / syncchar_study.SYNCCHAR_FILE).exists()
     report = (study_dir / "report.md").read_text()
-    assert "Syncchar: no I_n/D_n section: no Syncchar run was made" in report
+    assert "Syncchar: no I_n/D_n section: no TM row of this study runs a TM on txalloc's runtime" in report
     # a TM workload that does not run on txalloc's runtime (no `tm` parameter)
     spec = write_spec('allocators = ["fast"]\n[syncchar]\n[[run]]\nworkload = "faketm"\nparams = { mode = "tm" }\n')
     report = (run_study(spec, tmp_path / "b", study_env) / "report.md").read_text()
-    assert "Syncchar: no I_n/D_n section: no TM row of this study runs on txalloc's TM runtime" in report
+    assert "Syncchar: no I_n/D_n section: no TM row of this study runs a TM on txalloc's runtime" in report
     # a spec that asks for no Syncchar runs: no runs, no word of it
     study_dir = run_study(sync_spec(syncchar=False), tmp_path / "c", study_env)
     assert not (study_dir / syncchar_study.SYNCCHAR_FILE).exists()

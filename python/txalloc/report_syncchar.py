@@ -57,8 +57,14 @@ def _geomean(values: list[float]) -> float | None:
 def _no_section(spec: Spec, rows: list[RowResult]) -> str:
     """The one line said when the study asked for Syncchar runs and has nothing to show."""
     defs = spec.workloads
-    if not any(r.group == "tm" and r.workload in defs and recordable(defs[r.workload]) for r in rows):
-        why = "no TM row of this study runs on txalloc's TM runtime, whose front-end records the traces"
+    if not any(
+        r.group == "tm" and r.workload in defs and recordable(defs[r.workload]) and r.params.get("tm") != LOCK_BACKEND
+        for r in rows
+    ):
+        why = (
+            "no TM row of this study runs a TM on txalloc's runtime, whose front-end records the traces "
+            f"(rows that run `{LOCK_BACKEND}` themselves are not predicted)"
+        )
     else:
         why = "no Syncchar run was made (the study stopped before them; `txalloc study --resume` makes them)"
     return f"\nSyncchar: no I_n/D_n section: {why}.\n"
