@@ -229,8 +229,9 @@ TXALLOC_API void txmem_stats_print_json(int fd);
  * Allocations are also counted by requested size in TXMEM_PROFILE_BUCKETS buckets, whose
  * upper bounds are 16, 32, 64, 128, 256, 1024 and 4096 bytes, then larger. Frees count
  * calls with a non-NULL pointer. Calls a program makes to the process's malloc directly are
- * not seen: the profile describes the allocations that go through this layer, whatever
- * allocator serves them. Counters live in the thread (plain increments) and are published
+ * not seen, unless it reports them with txmem_profile_note_malloc/free: the profile describes
+ * the allocations that go through this layer, whatever allocator serves them. Counters live
+ * in the thread (plain increments) and are published
  * as the hot statistics counters are; a thread's first counted call outside a transaction
  * registers it. Option profile=1 prints the table to stderr at exit. */
 typedef enum txmem_region {
@@ -257,6 +258,12 @@ TXALLOC_API size_t txmem_profile_bucket_limit(unsigned b);
  * opened than closed). Any thread may call them. */
 TXALLOC_API void txmem_parallel_begin(void);
 TXALLOC_API void txmem_parallel_end(void);
+/* Count a call the program made to the process's malloc (size) or free (ptr; NULL is not
+ * counted) outside this layer, in the region of a call outside transactions (seq or par),
+ * also when the caller is inside a transaction: such memory is not transactional. STAMP's
+ * P_MALLOC/P_FREE and SEQ_MALLOC/SEQ_FREE report themselves so (txalloc/stamp/tm.h). */
+TXALLOC_API void txmem_profile_note_malloc(size_t size);
+TXALLOC_API void txmem_profile_note_free(const void *ptr);
 
 #ifdef __cplusplus
 }

@@ -7,48 +7,10 @@ import struct
 
 import numpy as np
 import pytest
+from syncchar_traces import alloc_record, build, header, section, thread_record, write
 
 from txalloc import cli, syncchar
 from txalloc.errors import UserError
-
-
-def header(unit=0, unit_shift=3, stm_shift=5, sample=100, window=512, backend=b"glock"):
-    return b"TXSYNCH1" + struct.pack("<8I16sQ", 1, 64, unit, unit_shift, stm_shift, sample, window, 1234, backend, 1000)
-
-
-def section(thread, begin, reads=(), writes=(), site=0x400000, acq=0, held=100, retries=0, flags=0):
-    reads, writes = sorted(set(reads) - set(writes)), sorted(set(writes))
-    words = [0, thread | flags << 32, site, begin, acq, held, retries, len(reads) | len(writes) << 32]
-    words += reads + writes
-    words[0] = 1 | (8 * len(words)) << 32
-    return struct.pack(f"<{len(words)}Q", *words)
-
-
-def thread_record(thread, sections, acq, held, first, last, sampled=None, aborts=0, recording=0):
-    words = [2 | 80 << 32, thread, sections, sections if sampled is None else sampled, aborts, acq, held, first, last]
-    return struct.pack("<10Q", *words, recording)
-
-
-def alloc_record(thread, ptr, size, site, time):
-    return struct.pack("<5Q", 3 | 40 << 32, thread | size << 32, ptr, site, time)
-
-
-def write(tmp_path, records, **kw):
-    path = tmp_path / "t.trace"
-    path.write_bytes(header(**kw) + b"".join(records))
-    return path
-
-
-def build(tmp_path, threads, rounds, sets, **kw):
-    """`rounds` rounds of one section per thread; sets(t, k) -> (reads, writes)."""
-    recs = []
-    for k in range(rounds):
-        for t in range(threads):
-            r, w = sets(t, k)
-            recs.append(section(t + 1, 10_000 * k + t, r, w))
-    for t in range(threads):
-        recs.append(thread_record(t + 1, rounds, 0, 100 * rounds, 0, 10_000 * rounds))
-    return syncchar.read_trace(write(tmp_path, recs, **kw))
 
 
 def overall(trace, n, **kw):

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import allocators as alloc_mod
-from . import metadata, placement, report, report_placement, runner, syncchar, syncchar_validate
+from . import metadata, placement, report, report_placement, runner, syncchar, syncchar_study, syncchar_validate
 from .errors import UserError
 from .paths import default_build_dir, repo_root
 from .spec import SpecError, bundled_specs, load_registries, load_spec, parse_spec
@@ -170,6 +170,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         runner.execute(plan, study_dir)
         if not args.no_placement:
             report_placement.run_all(plan, study_dir, build_dir)
+        syncchar_study.run_all(plan, study_dir)
     except KeyboardInterrupt:
         print(f"\ntxalloc: interrupted; resume with: txalloc study --resume {study_dir}", file=sys.stderr)
         report.render(study_dir)

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import plots, report_placement, report_profile
+from . import plots, report_placement, report_profile, report_syncchar
 from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
 from .errors import UserError
 from .row_figures import PLACEMENT_FIELDS, RowFigures, row_key
@@ -557,6 +557,7 @@ def render(study_dir: Path) -> Path:
     out.append(cachegrind_section(spec, an.rows, cols, figures, measured))
     out.append(report_placement.section(study_dir))
     out.append(report_profile.section(an.rows, records))
+    out.append(report_syncchar.section(study_dir, spec, an.rows))
     bw = best_worst_table(an.rows)
     if bw:
         out.append(

@@ -83,5 +83,7 @@ def section(rows: list[RowResult], records: list[dict]) -> str:
         "they join, `par` outside transactions while they run, `tx` inside transactions (every "
         "attempt, aborted ones included); allocations by requested size. Mean per run over the "
         "row's runs under every allocator, counted when the program wrote its result. Calls to "
-        "the process's malloc made directly are not counted.\n\n" + t
+        "the process's malloc made directly are not counted, but for STAMP's P_MALLOC and "
+        "SEQ_MALLOC (and their frees), which report themselves as calls outside transactions."
+        "\n\n" + t
     )

@@ -97,6 +97,15 @@ class RunEntry:
     cachegrind: Measurement | None = None  # also count cache misses of each row under cachegrind
 
 
+@dataclass(frozen=True)
+class SynccharRuns:
+    """The spec's `[syncchar]` table: after the timed cells, record a short glock run of each
+    TM row with the Syncchar recorder (syncchar_study.py) and report I_n/D_n per workload."""
+
+    sample: int = 10  # percent of blocks recorded (TXALLOC_SYNCCHAR_SAMPLE)
+    duration: float = 0.2  # seconds: a `scale` float parameter (--duration) is cut to this
+
+
 @dataclass
 class Spec:
     name: str
@@ -112,6 +121,7 @@ class Spec:
     allocator_defs: dict[str, AllocatorDef]
     env: dict[str, str]
     raw: dict  # the spec file as loaded, kept in the study record
+    syncchar: SynccharRuns | None = None  # None: no Syncchar runs
 
 
 @dataclass(frozen=True)
@@ -383,7 +393,9 @@ _SPEC_KEYS = {
     "workload",
     "allocator",
     "env",
+    "syncchar",
 }
+_SYNCCHAR_KEYS = {"sample", "duration"}
 _RUN_KEYS = {
     "workload",
     "params",
@@ -469,6 +481,16 @@ def parse_spec(data: dict, origin: str, default_name: str = "study") -> Spec:
     if not runs_data:
         raise SpecError(f"{origin}: the spec has no [[run]] entries: nothing to run")
     runs = [parse_run(i, r, workloads, threads, origin, allocator_defs) for i, r in enumerate(runs_data)]
+    syncchar = None
+    if "syncchar" in data:
+        t = _expect(data["syncchar"], (dict,), "a table", "syncchar", origin)
+        _check_keys(t, _SYNCCHAR_KEYS, "syncchar", origin)
+        syncchar = SynccharRuns(
+            sample=_positive_int(t.get("sample", 10), "syncchar.sample", origin),
+            duration=_positive_number(t.get("duration", 0.2), "syncchar.duration", origin),
+        )
+        if syncchar.sample > 100:
+            raise SpecError(f"{origin}: syncchar.sample: a percentage, 1 to 100, got {syncchar.sample}")
     return Spec(
         name=name,
         source=origin,
@@ -483,6 +505,7 @@ def parse_spec(data: dict, origin: str, default_name: str = "study") -> Spec:
         allocator_defs=allocator_defs,
         env=dict(env),
         raw=data,
+        syncchar=syncchar,
     )
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import array
 import bisect
+import gzip
 import json
 import math
 import random
@@ -40,6 +41,7 @@ import numpy as np
 from .errors import UserError
 
 MAGIC = b"TXSYNCH1"
+GZIP_MAGIC = b"\x1f\x8b"
 HEADER_BYTES = 64
 UNITS = {0: "word", 1: "line", 2: "stripe"}
 KIND_SECTION, KIND_THREAD, KIND_ALLOC, KIND_FREE, KIND_MAPS = 1, 2, 3, 4, 5
@@ -110,11 +112,16 @@ class Trace:
 
 
 def read_trace(path: Path) -> Trace:
-    """The trace at path; a UserError naming the file when it is not one."""
+    """The trace at path, as the recorder wrote it or compressed with gzip; a UserError
+    naming the file when it is not one."""
     try:
         data = path.read_bytes()
-    except OSError as e:
+        if data[:2] == GZIP_MAGIC:
+            data = gzip.decompress(data)
+    except OSError as e:  # gzip's errors (BadGzipFile, EOFError) included
         raise UserError(f"syncchar: cannot read {path}: {e.strerror or e}") from None
+    except EOFError:
+        raise UserError(f"syncchar: cannot read {path}: the compressed trace is cut short") from None
     if len(data) < HEADER_BYTES or data[:8] != MAGIC:
         raise UserError(f"syncchar: {path} is not a Syncchar trace (no TXSYNCH1 header)")
     head = np.frombuffer(data[8:40], dtype="<u4")
@@ -492,6 +499,65 @@ def _table8(t: Tally) -> dict:
     }
 
 
+def phase_sections(trace: Trace, sample: float = 100.0, seed: int = 1) -> tuple[list[int], list[Section]]:
+    """The threads of the parallel phase and their sections that the analysis samples: not
+    cancelled, begun within the phase, kept by a sampling rate of `sample`; a UserError
+    when none is left."""
+    phase = parallel_phase(trace)
+    span = [(t.first_ns, t.last_ns) for t in trace.threads.values() if t.thread in phase]
+    lo, hi = (min(f for f, _ in span), max(last for _, last in span)) if span else (0, 0)
+    sections = [
+        s for s in trace.sections if not s.flags & FLAG_CANCELLED and s.thread in phase and lo <= s.begin_ns <= hi
+    ]
+    sections = subsample(sections, sample, seed)
+    if not sections:
+        raise UserError(f"syncchar: {trace.path} holds no recorded section")
+    return phase, sections
+
+
+def overall_rows(
+    sections: list[Section], run: LockRun, threads: list[int], window: int, shift: int, base: int, seed: int = 1
+) -> dict[str, dict]:
+    """Per n: the samples, I_n, D_n, the share of conflicting pairs and the predicted speed-up
+    (n threads under TM over the recorded lock run)."""
+    overall: dict[str, dict] = {}
+    for n in threads:
+        t = tally(sections, n, window, shift, base, seed)
+        row = {"samples": t.samples, "I_n": t.i_n, "D_n": t.d_n, "conflict_rate": _ratio(t.conflicting_pairs, t.pairs)}
+        if t.samples:
+            lock_throughput = run.threads * run.sections / run.elapsed_s
+            row["predicted_speedup"] = predicted_throughput(run, t.d_n, n) / lock_throughput
+        overall[str(n)] = row
+    return overall
+
+
+def overview(
+    trace: Trace, threads: list[int], window: int | None = None, seed: int = 1, max_sections: int | None = None
+) -> dict:
+    """The figures of analyse() a study report needs, without the costlier ones (hot spots,
+    units, false conflicts, sites): the unit (the STM's stripe, as analyse's default), the
+    window, the recorded thread count, the sections analysed, and `overall` per n. With
+    max_sections, a trace holding more sections is analysed at the sampling rate that keeps
+    about that many (seeded, as --sample)."""
+    window = window or trace.window or 512
+    shifts = _unit_shifts(trace)
+    unit = "stripe" if "stripe" in shifts else trace.unit
+    phase, sections = phase_sections(trace, 100.0, seed)
+    sample = 100.0
+    if max_sections and len(sections) > max_sections:
+        sample = 100.0 * max_sections / len(sections)
+        sections = subsample(sections, sample, seed)
+    run = LockRun.of(trace, phase)
+    return {
+        "unit": unit,
+        "window": window,
+        "threads_recorded": run.threads,
+        "sections_analysed": len(sections),
+        "analysis_sample_percent": sample,
+        "overall": overall_rows(sections, run, list(threads), window, shifts[unit], trace.unit_shift, seed),
+    }
+
+
 def analyse(
     trace: Trace,
     threads: list[int] | None = None,
@@ -515,28 +581,12 @@ def analyse(
         )
     shift = shifts[unit]
     base = trace.unit_shift
-    phase = parallel_phase(trace)
-    span = [(t.first_ns, t.last_ns) for t in trace.threads.values() if t.thread in phase]
-    lo, hi = (min(f for f, _ in span), max(last for _, last in span)) if span else (0, 0)
-    sections = [
-        s for s in trace.sections if not s.flags & FLAG_CANCELLED and s.thread in phase and lo <= s.begin_ns <= hi
-    ]
-    sections = subsample(sections, sample, seed)
-    if not sections:
-        raise UserError(f"syncchar: {trace.path} holds no recorded section")
+    phase, sections = phase_sections(trace, sample, seed)
     run = LockRun.of(trace, phase)
     sym = Symbolizer(trace.maps, symbolize)
     objects = ObjectIndex(trace.allocs)
     n_here = run.threads
-
-    overall: dict[str, dict] = {}
-    for n in threads:
-        t = tally(sections, n, window, shift, base, seed)
-        row = {"samples": t.samples, "I_n": t.i_n, "D_n": t.d_n, "conflict_rate": _ratio(t.conflicting_pairs, t.pairs)}
-        if t.samples:
-            lock_throughput = run.threads * run.sections / run.elapsed_s
-            row["predicted_speedup"] = predicted_throughput(run, t.d_n, n) / lock_throughput
-        overall[str(n)] = row
+    overall = overall_rows(sections, run, threads, window, shift, base, seed)
 
     # At the recorded thread count: the paper's prediction, hot spots, false conflicts.
     here = tally(sections, max(n_here, 2), window, shift, base, seed, keep_units=True)

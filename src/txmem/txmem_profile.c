@@ -1,5 +1,6 @@
 /* The allocation profile by region (include/txalloc/txmem.h): the parallel-region marks,
- * the sum over the thread records, and the table printed at exit with TXALLOC_PROFILE=1. */
+ * the calls a program reports from outside this layer, the sum over the thread records, and
+ * the table printed at exit with TXALLOC_PROFILE=1. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +41,21 @@ void txmem_parallel_end(void) {
   /* more ends than begins would make every later call parallel: ignore the extra one */
   while (open && !atomic_compare_exchange_weak(&txmem_parallel_open, &open, open - 1)) {
   }
+}
+
+/* Malloc and free calls made outside this layer: counted as this layer's own calls outside
+ * transactions are (txmem.c), in the thread's counters, registering the thread first. */
+void txmem_profile_note_malloc(size_t size) {
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_UNLIKELY(!t->rec)) txmem_thread_setup(t);
+  txmem_profile_count_malloc(&t->prof, txmem_profile_outside(), size);
+}
+
+void txmem_profile_note_free(const void *ptr) {
+  if (!ptr) return;
+  txmem_thread *t = &txmem_tls;
+  if (TXMEM_UNLIKELY(!t->rec)) txmem_thread_setup(t);
+  t->prof.frees[txmem_profile_outside()]++;
 }
 
 static uint64_t load(const uint64_t *word) { return __atomic_load_n(word, __ATOMIC_RELAXED); }

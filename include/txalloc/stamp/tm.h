@@ -30,14 +30,21 @@
  *   - TM_MALLOC and TM_FREE are tm_malloc and tm_free: an allocation inside a transaction is
  *     undone if it aborts, a free takes effect when it commits; outside a transaction they
  *     allocate from the same place. P_MALLOC/P_FREE and SEQ_MALLOC/SEQ_FREE are the
- *     process's malloc and free. STAMP frees with TM_FREE some objects it allocated with
+ *     process's malloc and free, which they report to the allocation profile
+ *     (txmem_profile_note_malloc/free: seq or par by the phase, never tx: the memory is not
+ *     transactional). STAMP frees with TM_FREE some objects it allocated with
  *     P_MALLOC (yada's mesh, intruder's packets): link libtxalloc.so, so that malloc and
  *     tm_malloc share one allocator (docs/stamp.md).
  *   - TM_ARGDECL/TM_ARG pass nothing: txalloc's descriptor is thread-local.
  *     TM_ARGDECL_ALONE is `void`, so that `f(TM_ARGDECL_ALONE)` is a prototype.
  *   - TM_THREAD_ENTER/TM_THREAD_EXIT set a thread's descriptor up and release it (it may be
- *     entered again, as STAMP's thread pool does for each parallel phase). TM_STARTUP only
- *     prepares TM_LOCAL_WRITE's log; the runtime starts with the first transaction.
+ *     entered again, as STAMP's thread pool does for each parallel phase). They also mark
+ *     the parallel phase for the allocation profile (txmem_parallel_begin/end): every STAMP
+ *     application calls them first and last in the function its threads run (thread_start's
+ *     argument; the main thread runs it too), and nowhere else, so the profile's par region
+ *     is open exactly while some thread runs that function, and seq before and after.
+ *     TM_STARTUP only prepares TM_LOCAL_WRITE's log; the runtime starts with the first
+ *     transaction.
  *   - TM_BEGIN_RO is TM_ATOMIC_RO (an attempt that stores after all restarts as an update
  *     transaction); TM_EARLY_RELEASE does nothing (txalloc's STM has no early release). */
 #ifndef TXALLOC_STAMP_TM_H
@@ -79,21 +86,34 @@
 #define TM_PURE     /* nothing */
 #define TM_SAFE     /* nothing */
 
-#define P_MALLOC(size) malloc(size)
-#define P_FREE(ptr) free(ptr)
-#define SEQ_MALLOC(size) malloc(size)
-#define SEQ_FREE(ptr) free(ptr)
-
 #ifdef STM
 
 #include <stdint.h>
 
 #include "txalloc/tm.h"
+#include "txalloc/txmem.h"
 
 #define TM_STARTUP(numThread) ((void)(numThread), tm_stamp_register_())
 #define TM_SHUTDOWN() ((void)0)
-#define TM_THREAD_ENTER() tm_thread_init()
-#define TM_THREAD_EXIT() tm_thread_exit()
+/* A thread between TM_THREAD_ENTER and TM_THREAD_EXIT is in the parallel phase: the
+ * allocation profile's `par` region is open while any thread is (the marks nest). */
+#define TM_THREAD_ENTER() (tm_thread_init(), txmem_parallel_begin())
+#define TM_THREAD_EXIT() (txmem_parallel_end(), tm_thread_exit())
+
+/* The process's malloc and free, counted in the allocation profile as calls outside
+ * transactions (seq or par by the phase they are made in). */
+#define P_MALLOC(size) tm_stamp_plain_malloc_(size)
+#define P_FREE(ptr) tm_stamp_plain_free_(ptr)
+#define SEQ_MALLOC(size) tm_stamp_plain_malloc_(size)
+#define SEQ_FREE(ptr) tm_stamp_plain_free_(ptr)
+static inline void *tm_stamp_plain_malloc_(size_t size) {
+  txmem_profile_note_malloc(size);
+  return malloc(size);
+}
+static inline void tm_stamp_plain_free_(void *ptr) {
+  txmem_profile_note_free(ptr);
+  free(ptr);
+}
 
 #define TM_MALLOC(size) tm_malloc(size)
 #define TM_FREE(ptr) tm_free(ptr)
@@ -204,6 +224,11 @@ static inline void tm_stamp_log_local_(void *addr, size_t size) {
 }
 
 #else /* STAMP's sequential build: no TM */
+
+#define P_MALLOC(size) malloc(size)
+#define P_FREE(ptr) free(ptr)
+#define SEQ_MALLOC(size) malloc(size)
+#define SEQ_FREE(ptr) free(ptr)
 
 #define TM_STARTUP(numThread) /* nothing */
 #define TM_SHUTDOWN()         /* nothing */
