@@ -223,22 +223,24 @@ static __attribute__((noinline)) void free_checked(void *p, const char *op) {
   }
 }
 
-static __attribute__((noinline)) void free_slow(void *p) {
-  if (!p) return;
-  if (txa_kind_of((uintptr_t)p) == TXA_KIND_MEDIUM && txa_free_owned(p, TXA_KIND_MEDIUM)) return;
-  free_checked(p, "free");
+/* pre: kind = txa_kind_of(p). */
+static __attribute__((noinline)) void free_slow(void *p, unsigned kind) {
+  if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
+    free_in_block(p, kind, "free");
+  } else if (p) {
+    free_checked(p, "free");
+  }
 }
 
 /* The common case as a leaf, with few live registers: a valid object of a small block the
  * calling thread owns, not looking free. Everything else (NULL, whose granule is never
  * ours; medium objects; remote frees, large objects, errors; the first call before
- * initialisation: the empty region map says "not ours") tail-calls free_slow, which
- * redoes the checks and reports. */
+ * initialisation: the empty region map says "not ours") tail-calls free_slow with the
+ * kind found here, which redoes the checks and reports. */
 TXALLOC_API void txalloc_free(void *p) {
-  if (TXA_LIKELY(txa_kind_of((uintptr_t)p) == TXA_KIND_SMALL) &&
-      TXA_LIKELY(txa_free_owned(p, TXA_KIND_SMALL)))
-    return;
-  free_slow(p);
+  unsigned kind = txa_kind_of((uintptr_t)p);
+  if (TXA_LIKELY(kind == TXA_KIND_SMALL) && TXA_LIKELY(txa_free_owned(p, TXA_KIND_SMALL))) return;
+  free_slow(p, kind);
 }
 
 /* ---- Sizes ---- */
