@@ -119,17 +119,24 @@ static void *new_value(uint32_t size, uint64_t tag) {
   return v;
 }
 
-static entry *new_entry(const char *key, uint32_t len, uint64_t hash, uint32_t size, uint64_t tag) {
+/* A record with its own copy of the key, holding `value` (of `size` bytes, stamped with
+ * `tag`). */
+static entry *new_record(const char *key, uint32_t len, uint64_t hash, void *value, uint32_t size,
+                         uint64_t tag) {
   entry *e = wl_malloc(sizeof *e);
   e->key = wl_malloc(len + 1);
   memcpy(e->key, key, len + 1);
   e->key_len = len;
   e->hash = hash;
-  e->value = new_value(size, tag);
+  e->value = value;
   e->value_size = size;
   e->value_tag = tag;
   e->next = NULL;
   return e;
+}
+
+static entry *new_entry(const char *key, uint32_t len, uint64_t hash, uint32_t size, uint64_t tag) {
+  return new_record(key, len, hash, new_value(size, tag), size, tag);
 }
 
 static void free_value(void *value, uint32_t size, uint64_t tag) {
@@ -187,12 +194,7 @@ static void op_put(thread_totals *t, bench_rng *rng, const char *key, uint32_t l
     old = e->value, old_size = e->value_size, old_tag = e->value_tag;
     e->value = value, e->value_size = size, e->value_tag = tag;
   } else { /* the record and the key are made under the lock: only now is it known */
-    entry *e = wl_malloc(sizeof *e);
-    e->key = wl_malloc(len + 1);
-    memcpy(e->key, key, len + 1);
-    e->key_len = len, e->hash = hash, e->next = NULL;
-    e->value = value, e->value_size = size, e->value_tag = tag;
-    *link = e;
+    *link = new_record(key, len, hash, value, size, tag);
     t->live_delta++;
   }
   pthread_mutex_unlock(m);
