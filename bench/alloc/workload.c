@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "workload.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,13 @@ void *wl_realloc(void *object, size_t size) {
 
 size_t wl_size_between(bench_rng *rng, long min, long max) {
   return (size_t)min + (size_t)bench_rng_below(rng, (uint64_t)(max - min + 1));
+}
+
+size_t wl_size_log_uniform(bench_rng *rng, long min, long max) {
+  double u = (double)(bench_rng_next(rng) >> 11) * 0x1.0p-53; /* uniform in [0, 1) */
+  double size = (double)min * exp(u * log(((double)max + 1.0) / (double)min));
+  size_t s = (size_t)size;
+  return s < (size_t)min ? (size_t)min : s > (size_t)max ? (size_t)max : s;
 }
 
 /* ---- Report ---- */

@@ -73,5 +73,9 @@ int wl_report(const wl_program *prog, double time_s, uint64_t ops, wl_extra_fn e
 
 /* Random size in [min, max]. */
 size_t wl_size_between(bench_rng *rng, long min, long max);
+/* Random size in [min, max], 1 <= min <= max, log-uniform: every doubling of the size is
+ * about as likely as the next, so small objects dominate the count and large ones the
+ * bytes, as in the traces the allocator benchmarks imitate. */
+size_t wl_size_log_uniform(bench_rng *rng, long min, long max);
 
 #endif

@@ -88,13 +88,32 @@ def _ratio_cell(r: RowResult, a: str) -> str:
     return "–"
 
 
+# Metric names end in their unit; a memory metric's rows are compared apart from the time
+# and throughput rows (their ratios would otherwise enter the same geometric means).
+_UNIT_SUFFIXES = (("_per_s", None), ("_mib", "MiB"), ("_kib", "KiB"), ("_bytes", "B"), ("_s", "s"))
+MEMORY_UNITS = ("MiB", "KiB", "B")
+
+
+def metric_unit(metric: str) -> str:
+    """The unit a metric's name ends in ("ops_per_s" -> "ops/s", "time_s" -> "s",
+    "rss_after_mib" -> "MiB"); the name itself when it names none."""
+    for suffix, unit in _UNIT_SUFFIXES:
+        if metric.endswith(suffix) and len(metric) > len(suffix):
+            return unit or metric[: -len(suffix)] + "/s"
+    return metric
+
+
+def is_memory_metric(metric: str) -> bool:
+    return metric_unit(metric) in MEMORY_UNITS
+
+
 def ratio_table(an: Analysis, rows: list[RowResult], allocs: list[str]) -> str:
     """Rows × allocators, each cell the median's ratio to the row's best (1.00 = best; bold
     when its interval is clear of the others', marked when tied: RATIO_LEGEND), then the
     geometric mean per allocator for each thread count and overall."""
     body = []
     for r in rows:
-        unit = "ops/s" if r.higher_is_better else "s"
+        unit = metric_unit(r.metric)
         best = r.summaries[r.best].median if r.best else None
         body.append(
             [r.label, str(r.threads), f"{_fmt(best)} {unit}" if best else "–"] + [_ratio_cell(r, a) for a in allocs]
@@ -299,6 +318,23 @@ def memory_table(rows: list[RowResult], allocs: list[str]) -> str:
             continue
         body.append([r.label, str(r.threads)] + [_fmt(r.peak_rss_kib.get(a)) for a in allocs])
     return _table(["workload", "threads"] + [f"{a} (KiB)" for a in allocs], body) if body else ""
+
+
+def memory_section(title: str, rows: list[RowResult], cols: list[str], an: Analysis) -> str:
+    """The rows whose metric is a memory figure (lower is better): their ratios to the best
+    and their medians, apart from the time rows and their geometric means."""
+    row_cols = [a for a in cols if any(a in r.summaries or a in r.failures for r in rows)]
+    metrics = ", ".join(sorted({f"`{r.workload}`: `{r.metric}`" for r in rows}))
+    return (
+        f"\n## {title}: memory, ratio to the best allocator\n\n"
+        f"Rows whose metric is an amount of memory ({metrics}); kept out of the time rows' "
+        "geometric means. idle-owners' `rss_after_mib` is the resident set once other threads "
+        "freed every object of the owners and the settling time passed, the owners alive and idle.\n\n"
+        + ratio_table(an, rows, row_cols)
+        + f"\n{RATIO_LEGEND}\n"
+        + f"\n### {title}, memory: medians with mean ± 95 % confidence interval (Student t)\n\n"
+        + detail_table(rows, row_cols)
+    )
 
 
 def _first_line(text: str | None) -> str:
@@ -521,7 +557,12 @@ def render(study_dir: Path) -> Path:
 
     for group, title in (("alloc", "Allocator suite"), ("tm", "Transactional workloads")):
         rows = [r for r in an.rows if r.group == group]
+        # The allocator suite's memory rows (idle-owners) get a table of their own.
+        memory_rows = [r for r in rows if group == "alloc" and is_memory_metric(r.metric)]
+        rows = [r for r in rows if not (group == "alloc" and is_memory_metric(r.metric))]
+        memory = memory_section(title, memory_rows, cols, an) if memory_rows else ""
         if not rows:
+            out.append(memory)
             continue
         group_cols = [a for a in cols if any(a in r.summaries or a in r.failures for r in rows)]
         out.append(
@@ -546,6 +587,7 @@ def render(study_dir: Path) -> Path:
                     "sections (`tm_stats.commits` − `commits_irrevocable`, of `commits`). Capacity: "
                     "`aborts_by_cause.capacity` of all attempts (commits + aborts).\n\n" + ht
                 )
+        out.append(memory)
     pt = placement_table(an.rows, cols, figures)
     if pt:
         out.append(

@@ -24,7 +24,8 @@ import sys
 SMALL_KNOB = {
     "threadtest": 200, "larson": 10, "xmalloc": 200000, "prodcons-batch": 2000,
     "cache-scratch": 20000, "cache-thrash": 20000, "mallocperf": 1000000, "machias": 300000,
-    "mstress": 200000, "binarytrees": 2, "jsonloop": 5,
+    "mstress": 200000, "binarytrees": 2, "jsonloop": 5, "kvstore": 100000, "rptest": 2000,
+    "malloc-large": 200, "strbuild": 200000, "fragstress": 10, "idle-owners": 8,
 }
 SMALL_OTHER = {
     "threadtest": ["--objects=3000"],
@@ -38,12 +39,19 @@ SMALL_OTHER = {
     "mstress": ["--slots=200", "--transfer=1000"],
     "binarytrees": ["--depth=10"],
     "jsonloop": ["--items=300"],
+    "kvstore": ["--keys=5000"],
+    "rptest": ["--batch=32", "--depth=4"],
+    "malloc-large": ["--live=4"],
+    "strbuild": ["--builders=64", "--max=8192"],
+    "fragstress": ["--objects=1000"],
+    "idle-owners": ["--settle=0"],
 }
 SCALE_KNOB = {
     "threadtest": "rounds", "larson": "generations", "xmalloc": "objects",
     "prodcons-batch": "batches", "cache-scratch": "iterations", "cache-thrash": "iterations",
     "mallocperf": "ops", "machias": "pairs", "mstress": "steps", "binarytrees": "passes",
-    "jsonloop": "rounds",
+    "jsonloop": "rounds", "kvstore": "ops", "rptest": "batches", "malloc-large": "ops",
+    "strbuild": "appends", "fragstress": "rounds", "idle-owners": "mib",
 }
 # Extra runs that exercise a knob's ends.
 EXTRA = [
@@ -52,6 +60,14 @@ EXTRA = [
     ("larson", ["--generations=4", "--rounds=1", "--objects=200", "--min=1", "--max=1"]),
     ("mstress", ["--steps=20000", "--slots=64", "--longlived=0", "--transfer=1"]),
     ("threadtest", ["--rounds=5", "--objects=7", "--size=3000"]),
+    ("kvstore", ["--ops=20000", "--keys=64", "--stripes=1", "--get=0", "--put=0", "--update=50"]),
+    ("rptest", ["--batches=500", "--batch=1", "--depth=1", "--min=1", "--max=1"]),
+    ("malloc-large", ["--ops=6", "--live=2", "--min=5242880", "--max=26214400"]),
+    ("malloc-large", ["--ops=50", "--live=1", "--min=1", "--max=20000"]),
+    ("strbuild", ["--appends=20000", "--min=1", "--max=1", "--piece=1"]),
+    ("fragstress", ["--rounds=6", "--objects=2", "--min=64", "--max=64", "--keep=100"]),
+    ("fragstress", ["--rounds=6", "--objects=500", "--free=100", "--realloc=100", "--keep=0"]),
+    ("idle-owners", ["--mib=2", "--freers=1", "--settle=1", "--min=512", "--max=512"]),
 ]
 
 
@@ -147,6 +163,78 @@ def mode_run(bench_dir):
         fail("machias --sharing=0: remote frees happened")
     if s100 and s100["results"]["remote_frees"] == 0:
         fail("machias --sharing=100: no remote frees")
+    check_new_workloads(bench_dir, expect)
+
+
+def results_of(bench_dir, name, args, threads, expect):
+    obj = check_run(bench_dir, name, args, threads, expect)
+    return obj["results"] if obj else None
+
+
+def expect_equal(label, got, want):
+    if got != want:
+        fail(f"{label}: {got} != {want}")
+
+
+def check_new_workloads(bench_dir, expect):
+    """What each of kvstore, rptest, malloc-large, strbuild, fragstress and idle-owners
+    counts follows from its parameters."""
+    # kvstore: gets only on a full table hit every time, on an empty one never.
+    full = results_of(bench_dir, "kvstore", ["--ops=5000", "--keys=500", "--fill=100", "--get=100",
+                                        "--put=0", "--update=0"], 2, expect)
+    if full:
+        expect_equal("kvstore full table, gets only: hits", full["hits"], full["gets"])
+        expect_equal("kvstore gets only: live keys", full["live_keys"], 500)
+        expect_equal("kvstore gets only: puts+updates+deletes",
+                     full["puts"] + full["updates"] + full["deletes"], 0)
+    empty = results_of(bench_dir, "kvstore", ["--ops=5000", "--keys=500", "--fill=0", "--get=100",
+                                         "--put=0", "--update=0"], 2, expect)
+    if empty:
+        expect_equal("kvstore empty table: hits", empty["hits"], 0)
+    # One thread, same seed: the same choices; another seed: others.
+    runs = [results_of(bench_dir, "kvstore", SMALL["kvstore"] + [f"--seed={s}"], 1, expect)
+            for s in (5, 5, 6)]
+    if all(runs):
+        expect_equal("kvstore same seed: (hits, live keys)", (runs[0]["hits"], runs[0]["live_keys"]),
+                     (runs[1]["hits"], runs[1]["live_keys"]))
+        if (runs[0]["hits"], runs[0]["live_keys"]) == (runs[2]["hits"], runs[2]["live_keys"]):
+            fail("kvstore: different seeds, same hits and live keys (seed ignored?)")
+    # rptest: every batch of every thread passed once.
+    r = results_of(bench_dir, "rptest", ["--batches=300", "--batch=10", "--depth=2"], 3, expect)
+    if r:
+        expect_equal("rptest batches passed", r["batches_passed"], 900)
+        expect_equal("rptest objects passed", r["ops"], 9000)
+    # malloc-large: a page word per started page, over 5-25 MiB blocks.
+    m = results_of(bench_dir, "malloc-large", ["--ops=4", "--live=1", "--min=5242880",
+                                               "--max=26214400"], 1, expect)
+    if m:
+        expect_equal("malloc-large frees", (m["mallocs"], m["frees"]), (4, 4))
+        if not 4 * 5 * 256 <= m["pages_touched"] <= 4 * 25 * 256:
+            fail(f"malloc-large: {m['pages_touched']} pages touched for 4 blocks of 5-25 MiB")
+    # strbuild: small steps realloc far more often than geometric growth; shrink 0/100.
+    small = results_of(bench_dir, "strbuild", ["--appends=20000", "--geometric=0", "--shrink=100"], 1, expect)
+    geo = results_of(bench_dir, "strbuild", ["--appends=20000", "--geometric=100", "--shrink=0"], 1, expect)
+    if small and geo:
+        if not small["reallocs"] > 3 * geo["reallocs"]:
+            fail(f"strbuild: small steps {small['reallocs']} reallocs, geometric {geo['reallocs']}")
+        expect_equal("strbuild --shrink=100: shrinks", small["shrinks"], small["strings_finished"])
+        expect_equal("strbuild --shrink=0: shrinks", geo["shrinks"], 0)
+        if small["strings_finished"] == 0:
+            fail("strbuild: no string finished")
+    # fragstress: realloc percent of the slots every round; everything freed.
+    f = results_of(bench_dir, "fragstress", ["--rounds=7", "--objects=400", "--realloc=25"], 2, expect)
+    if f:
+        expect_equal("fragstress reallocs", f["reallocs"], 2 * 7 * 100)
+        expect_equal("fragstress frees", f["frees"], f["mallocs"])
+    # idle-owners: the resident figures are there and the peak holds the objects.
+    i = results_of(bench_dir, "idle-owners", ["--mib=16", "--settle=0"], 2, expect)
+    if i:
+        for key in ("rss_after_mib", "rss_peak_mib", "rss_after_free_mib", "rss_base_mib"):
+            if not (isinstance(i.get(key), (int, float)) and i[key] > 0):
+                fail(f"idle-owners: {key} = {i.get(key)!r}, expected > 0")
+        if i.get("allocated_mib", 0) < 16 or i.get("rss_peak_mib", 0) < 0.9 * i.get("allocated_mib", 0):
+            fail(f"idle-owners: allocated {i.get('allocated_mib')} MiB, peak {i.get('rss_peak_mib')} MiB")
+        expect_equal("idle-owners ops", i["ops"], 2 * i["objects"])
 
 
 BAD_ARGS = [
@@ -171,13 +259,17 @@ def mode_args(bench_dir):
         p = run(bench_dir, name, ["--help"])
         if p.returncode != 0 or "scale knob" not in p.stdout or f"--{knob}" not in p.stdout:
             fail(f"{name} --help: exit {p.returncode}, or no scale knob --{knob} in the text")
-    for name in ("larson", "xmalloc", "mallocperf", "machias", "prodcons-batch"):
+    for name in ("larson", "xmalloc", "mallocperf", "machias", "prodcons-batch", "rptest",
+                 "malloc-large", "strbuild", "fragstress", "idle-owners"):
         p = run(bench_dir, name, ["--min=100", "--max=10"])
         if p.returncode != 2:
             fail(f"{name} --min > --max: exit {p.returncode}, expected 2")
-    p = run(bench_dir, "machias", ["--sharing=101"])
-    if p.returncode != 2:
-        fail(f"machias --sharing=101: exit {p.returncode}, expected 2")
+    for name, args in (("machias", ["--sharing=101"]), ("kvstore", ["--get=60", "--put=30"]),
+                       ("kvstore", ["--fill=101"]), ("fragstress", ["--objects=1"]),
+                       ("idle-owners", ["--settle=-1"]), ("strbuild", ["--piece=65"])):
+        p = run(bench_dir, name, args)
+        if p.returncode != 2 or not p.stderr.strip() or p.stdout.strip():
+            fail(f"{name} {' '.join(args)}: exit {p.returncode}, expected 2 and a message")
     for name in SMALL:
         expect_refusal(bench_dir, name, ["--bogus-flag"], None,
                        f"{name}: unknown option '--bogus-flag' (see --help)")
