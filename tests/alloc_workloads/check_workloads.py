@@ -24,7 +24,7 @@ import sys
 SMALL_KNOB = {
     "threadtest": 200, "larson": 10, "xmalloc": 200000, "prodcons-batch": 2000,
     "cache-scratch": 20000, "cache-thrash": 20000, "mallocperf": 1000000, "machias": 300000,
-    "mstress": 200000, "binarytrees": 2, "jsonloop": 5,
+    "mstress": 200000, "binarytrees": 2, "jsonloop": 5, "cxx-nodes": 5,
 }
 SMALL_OTHER = {
     "threadtest": ["--objects=3000"],
@@ -38,12 +38,13 @@ SMALL_OTHER = {
     "mstress": ["--slots=200", "--transfer=1000"],
     "binarytrees": ["--depth=10"],
     "jsonloop": ["--items=300"],
+    "cxx-nodes": ["--keys=300"],
 }
 SCALE_KNOB = {
     "threadtest": "rounds", "larson": "generations", "xmalloc": "objects",
     "prodcons-batch": "batches", "cache-scratch": "iterations", "cache-thrash": "iterations",
     "mallocperf": "ops", "machias": "pairs", "mstress": "steps", "binarytrees": "passes",
-    "jsonloop": "rounds",
+    "jsonloop": "rounds", "cxx-nodes": "rounds",
 }
 # Extra runs that exercise a knob's ends.
 EXTRA = [
