@@ -20,7 +20,6 @@
  * in O(1), and checks the pointer exactly as free() does (bad and double frees reach the
  * error hook). */
 #include <dlfcn.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -45,11 +44,13 @@ extern new_handler_fn cxx_get_new_handler(void) __asm__(GET_NEW_HANDLER_NAME) __
 extern _Noreturn void cxx_throw_bad_alloc(void) __asm__(THROW_BAD_ALLOC_NAME) __attribute__((weak));
 
 /* A C++ runtime function: the weak reference when the runtime was in the global scope at
- * load time, else the same name looked up now (a runtime loaded later, globally or by a
- * dlopen'd C++ module that keeps its symbols local). NULL when no C++ runtime is loaded. */
-static void *cxx_runtime_function(void *weak, const char *name) {
+ * load time; else `name` looked up now through `scope` (RTLD_DEFAULT: a runtime loaded
+ * later, globally), then in libstdc++ itself (a runtime that a dlopen'd C++ module keeps
+ * in its local scope). NULL when no C++ runtime is loaded. Not cached: this is the
+ * out-of-memory path, and a runtime loaded by a module may be unloaded with it. */
+static void *cxx_runtime_function(void *weak, void *scope, const char *name) {
   if (weak) return weak;
-  void *found = dlsym(RTLD_DEFAULT, name);
+  void *found = dlsym(scope, name);
   if (found) return found;
   void *runtime = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
   if (!runtime) return NULL;
@@ -60,13 +61,13 @@ static void *cxx_runtime_function(void *weak, const char *name) {
 
 static new_handler_fn installed_new_handler(void) {
   new_handler_fn (*get)(void) = (new_handler_fn(*)(void))cxx_runtime_function(
-      (void *)cxx_get_new_handler, GET_NEW_HANDLER_NAME);
+      (void *)cxx_get_new_handler, RTLD_DEFAULT, GET_NEW_HANDLER_NAME);
   return get ? get() : NULL;
 }
 
 static _Noreturn void throw_bad_alloc(void) {
-  void (*throw_fn)(void) =
-      (void (*)(void))cxx_runtime_function((void *)cxx_throw_bad_alloc, THROW_BAD_ALLOC_NAME);
+  void (*throw_fn)(void) = (void (*)(void))cxx_runtime_function((void *)cxx_throw_bad_alloc,
+                                                                RTLD_DEFAULT, THROW_BAD_ALLOC_NAME);
   if (throw_fn) throw_fn();
   static const char message[] = "txalloc: operator new: out of memory, and no C++ runtime "
                                 "is loaded to throw std::bad_alloc\n";
@@ -104,30 +105,22 @@ static inline void *allocate_or_throw(size_t size, size_t alignment) {
 }
 
 /* The nothrow forms after a failed first attempt with a new_handler installed: the C++
- * runtime's own nothrow operator (found after this library in the lookup order) calls
- * the throwing operator, which is ours, and turns whatever escapes into NULL. Without it,
- * the handler is called here and an exception it throws propagates. */
+ * runtime's own nothrow operator (found after this library in the lookup order, RTLD_NEXT,
+ * or in libstdc++ itself) calls the throwing operator, which is ours, and turns whatever
+ * escapes into NULL. Without it, the handler is called here and an exception it throws
+ * propagates. */
 typedef void *(*nothrow_new_fn)(size_t size, const void *tag);
 typedef void *(*nothrow_aligned_new_fn)(size_t size, size_t alignment, const void *tag);
 static const char nothrow_tag; /* the std::nothrow_t argument: an empty class, never read */
 
-static void *runtime_form(void *_Atomic *cache, const char *name) {
-  void *form = atomic_load_explicit(cache, memory_order_relaxed);
-  if (!form) { /* racing threads find the same address */
-    form = dlsym(RTLD_NEXT, name);
-    atomic_store_explicit(cache, form, memory_order_relaxed);
-  }
-  return form;
-}
-
 static __attribute__((noinline, cold)) void *nothrow_slow_path(size_t size, size_t alignment) {
-  static void *_Atomic plain_cache, *_Atomic aligned_cache;
   if (alignment) {
-    nothrow_aligned_new_fn form = (nothrow_aligned_new_fn)runtime_form(
-        &aligned_cache, "_Znw" SIZE_CODE ALIGN_CODE NOTHROW_CODE);
+    nothrow_aligned_new_fn form = (nothrow_aligned_new_fn)cxx_runtime_function(
+        NULL, RTLD_NEXT, "_Znw" SIZE_CODE ALIGN_CODE NOTHROW_CODE);
     if (form) return form(size, alignment, &nothrow_tag);
   } else {
-    nothrow_new_fn form = (nothrow_new_fn)runtime_form(&plain_cache, "_Znw" SIZE_CODE NOTHROW_CODE);
+    nothrow_new_fn form =
+        (nothrow_new_fn)cxx_runtime_function(NULL, RTLD_NEXT, "_Znw" SIZE_CODE NOTHROW_CODE);
     if (form) return form(size, &nothrow_tag);
   }
   for (;;) {
