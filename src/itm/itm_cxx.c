@@ -2,11 +2,12 @@
  * the global operator new and delete, which libitm exports under their mangled names.
  *
  * new and delete inside a transaction are tm_malloc and tm_free (given back on rollback,
- * freed at the top level's commit), which assumes the program keeps libstdc++'s operator
- * new and delete (malloc and free, here txalloc's). Exceptions: an exception allocated in a
- * transaction is freed if the transaction rolls back; a throw that leaves the block commits
- * it (_ITM_commitTransactionEH). The C++ runtime is reached through weak references, so C
- * programs load this library without libstdc++. */
+ * freed at the top level's commit), which assumes the program keeps the library's own
+ * operator new and delete (src/preload/cxx_operators.c: txalloc_malloc, txalloc_free).
+ * Exceptions: an exception allocated in a transaction is freed if the transaction rolls
+ * back; a throw that leaves the block commits it (_ITM_commitTransactionEH). The C++
+ * runtime is reached through weak references, so C programs load this library without
+ * libstdc++. */
 #include <stddef.h>
 
 #include "itm/itm_abi.h"

@@ -26,6 +26,7 @@ SMALL_KNOB = {
     "cache-scratch": 20000, "cache-thrash": 20000, "mallocperf": 1000000, "machias": 300000,
     "mstress": 200000, "binarytrees": 2, "jsonloop": 5, "kvstore": 100000, "rptest": 2000,
     "malloc-large": 200, "strbuild": 200000, "fragstress": 10, "idle-owners": 8,
+    "cxx-nodes": 5,
 }
 SMALL_OTHER = {
     "threadtest": ["--objects=3000"],
@@ -45,6 +46,7 @@ SMALL_OTHER = {
     "strbuild": ["--builders=64", "--max=8192"],
     "fragstress": ["--objects=1000"],
     "idle-owners": ["--settle=0"],
+    "cxx-nodes": ["--keys=300"],
 }
 SCALE_KNOB = {
     "threadtest": "rounds", "larson": "generations", "xmalloc": "objects",
@@ -52,6 +54,7 @@ SCALE_KNOB = {
     "mallocperf": "ops", "machias": "pairs", "mstress": "steps", "binarytrees": "passes",
     "jsonloop": "rounds", "kvstore": "ops", "rptest": "batches", "malloc-large": "ops",
     "strbuild": "appends", "fragstress": "rounds", "idle-owners": "mib",
+    "cxx-nodes": "rounds",
 }
 # Extra runs that exercise a knob's ends.
 EXTRA = [

@@ -1,0 +1,52 @@
+/* cxx-nodes: a C++ program's allocation pattern, for what operator new and delete cost on
+ * each allocator. Each thread, `rounds` times, fills a std::map<int, std::string> with
+ * `keys` entries whose strings are 16..79 characters (each owns a heap buffer: no
+ * short-string optimisation), reads every entry back, erases the odd keys, inserts them
+ * again with new strings, and destroys the map. Every map node and string buffer is one
+ * operator new and one operator delete: ops counts those pairs. The work is C++
+ * (cxx_nodes_work.cc); this file is the program around it. Single-threaded by default;
+ * --threads N runs N independent copies. */
+#include <stdlib.h>
+
+#include "workload.h"
+
+uint64_t cxx_nodes_run(long rounds, long keys, uint64_t seed);
+
+static long threads = 1, rounds = 1000, keys = 1000, seed = 1;
+
+static wl_option options[] = {
+    {"threads", &threads, 1, 1024, "independent copies of the program run in parallel"},
+    {"rounds", &rounds, 1, 1L << 30, "times each thread fills and empties its map"},
+    {"keys", &keys, 1, 1L << 24, "entries of the map"},
+    {"seed", &seed, 0, 1L << 62, "picks the string lengths"},
+};
+static const wl_program program = {
+    "cxx-nodes",
+    "std::map<int, std::string> filled, read back, half replaced and destroyed, round after\n"
+    "round: every node and string buffer is one C++ operator new/delete pair.",
+    "rounds", options, sizeof options / sizeof options[0]};
+
+static void worker(int index, void *arg) {
+  ((uint64_t *)arg)[index] = cxx_nodes_run(rounds, keys, (uint64_t)(seed + index));
+}
+
+static void extra(bench_json *j, void *ctx) { bench_json_uint(j, "keys", *(uint64_t *)ctx); }
+
+int main(int argc, char **argv) {
+  wl_parse(&program, argc, argv);
+  uint64_t *pairs = calloc((size_t)threads, sizeof *pairs);
+  if (!pairs) exit(1);
+  double start = bench_now();
+  bench_run_threads((int)threads, worker, pairs);
+  double time_s = bench_now() - start;
+  uint64_t total = 0;
+  bool valid = true;
+  for (long t = 0; t < threads; t++) {
+    valid &= pairs[t] != UINT64_MAX;
+    if (pairs[t] != UINT64_MAX) total += pairs[t];
+  }
+  free(pairs);
+  uint64_t key_count = (uint64_t)keys;
+  /* ops: operator new/delete pairs */
+  return wl_report(&program, time_s, total, extra, &key_count, valid);
+}
