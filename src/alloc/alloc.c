@@ -152,7 +152,8 @@ static void report_double_free(const char *op, const void *p, const txa_block *b
 /* ---- free ---- */
 
 /* Returns false (after reporting) for a double free. */
-static bool remote_free(txa_block *b, void *p, const char *op) {
+static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void *p,
+                                                              const char *op) {
   uintptr_t key = b->key_shared;
   if (txa_g.free_check && TXA_UNLIKELY(looks_free(b, p, key))) {
     report_double_free(op, p, b);
