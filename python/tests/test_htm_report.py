@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from study_records import run_record
 
 from txalloc import plots, report, runner
 from txalloc.analysis import analyze
@@ -40,16 +41,7 @@ def record(workload, params, threads, allocator, rep, ops, commits, on_lock, abo
         },
         "valid": True,
     }
-    return {
-        "key": json.dumps([workload, params, threads, allocator, rep]),
-        "workload": workload,
-        "params": params,
-        "threads": threads,
-        "allocator": allocator,
-        "rep": rep,
-        "status": "ok",
-        "result": result,
-    }
+    return run_record(workload, params, threads, allocator, rep, result)
 
 
 CROWDED = {"l1_sets_used": 4, "max_nodes_per_set": 32, "lines_touched": 128}

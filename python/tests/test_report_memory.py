@@ -4,6 +4,8 @@ own unit and geometric means, out of the time rows' table and means."""
 import json
 from pathlib import Path
 
+from study_records import run_record
+
 from txalloc.report import is_memory_metric, metric_unit, render
 from txalloc.runner import RESULTS_FILE, STUDY_FILE
 
@@ -20,22 +22,15 @@ def test_units_come_from_the_metric_names():
 
 
 def _record(workload: str, params: dict, threads: int, allocator: str, rep: int, results: dict) -> dict:
-    return {
+    result = {
         "workload": workload,
-        "params": params,
         "threads": threads,
-        "allocator": allocator,
-        "rep": rep,
-        "status": "ok",
-        "result": {
-            "workload": workload,
-            "threads": threads,
-            "allocator": {"name": allocator, "path": "/x"},
-            "results": results,
-            "memory": {"peak_rss_kib": 1000},
-            "valid": True,
-        },
+        "allocator": {"name": allocator, "path": "/x"},
+        "results": results,
+        "memory": {"peak_rss_kib": 1000},
+        "valid": True,
     }
+    return run_record(workload, params, threads, allocator, rep, result)
 
 
 def _study(tmp_path: Path) -> Path:
