@@ -158,13 +158,20 @@ static inline unsigned txa_direct_spaced_class(size_t size) {
   return __atomic_load_n(&txa_spaced_class_by_16[(size + 15) >> 4], __ATOMIC_RELAXED);
 }
 
-/* One object of class c, reserved; NULL when the thread has no heap, in secure mode (its
- * frees must go through txalloc_free), or when the current block has none left (the
- * caller then takes the ordinary path, which refills the bin). */
-static inline void *txa_direct_reserve(unsigned c) {
+/* Reserves up to n objects of class c into out[] and returns how many: fewer when the
+ * current block has no more (the caller's ordinary path refills the bin), none when the
+ * thread has no heap or in secure mode (its frees must go through txalloc_free). */
+static inline unsigned txa_direct_reserve(unsigned c, void **out, unsigned n) {
   txa_heap *h = txa_tls_heap;
-  if (TXA_UNLIKELY(h == NULL || txa_g.secure)) return NULL;
-  return txa_block_take(h->bins[c].current);
+  if (TXA_UNLIKELY(h == NULL || txa_g.secure)) return 0;
+  txa_block *b = h->bins[c].current;
+  unsigned k = 0;
+  while (k < n) {
+    void *p = txa_block_take(b);
+    if (!p) break;
+    out[k++] = p;
+  }
+  return k;
 }
 
 /* n reserved objects of class c were handed out (allocs), or came back to the holder

@@ -40,7 +40,9 @@ static inline void txmem_direct_give_back(void *p) { txa_direct_give_back(p); }
 
 /* The run's reservations (alloc_direct.h, "Reservations"). */
 static inline unsigned txmem_direct_class(size_t size) { return txa_direct_spaced_class(size); }
-static inline void *txmem_direct_reserve(unsigned c) { return txa_direct_reserve(c); }
+static inline unsigned txmem_direct_reserve(unsigned c, void **out, unsigned n) {
+  return txa_direct_reserve(c, out, n);
+}
 static inline void txmem_direct_count_allocs(unsigned c, uint64_t n) {
   txa_direct_count_allocs(c, n);
 }

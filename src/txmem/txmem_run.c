@@ -61,12 +61,7 @@ static bool run_refill(txmem_thread *t, size_t size) {
   if (want > TXMEM_RUN_CAP) want = TXMEM_RUN_CAP;
   if (want < RUN_WANT_MIN) want = RUN_WANT_MIN;
   run_give_back(t, t->run_top);
-  uint32_t n = 0;
-  while (n < want) {
-    void *p = txmem_direct_reserve(c);
-    if (!p) break;
-    t->run[n++] = p;
-  }
+  uint32_t n = txmem_direct_reserve(c, t->run, want);
   /* Every open level's slice is empty (nothing in flight): all marks restart at 0. */
   for (unsigned d = 2; d <= t->depth; d++) t->levels[d].run_mark = 0;
   t->run_top = t->run_base = t->run_mark = 0;
