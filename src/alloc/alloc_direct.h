@@ -151,6 +151,69 @@ static inline void txa_direct_give_back(void *p) {
   txa_owner_free(h, b, p, b->class_id);
 }
 
+/* ---- Reservations: objects a layer above holds before it hands them out ----
+ * A reserved object is taken from the calling thread's current block of class c like
+ * txa_direct_take_spaced's (its block counts it as used, so it is never handed out
+ * twice), but not counted as an allocation: the class statistics (and so live bytes)
+ * see it only while the holder has it out, between txa_direct_count_allocs and
+ * txa_direct_count_frees. One not out goes back with txa_direct_unreserve. */
+extern _Atomic(uint64_t) txa_global_cls[TXA_CLASSES][3]; /* stats.c: exited heaps' counts */
+
+/* The spaced class of a request of `size` bytes. pre: size <= TXA_DIRECT_SMALL_MAX. */
+static inline unsigned txa_direct_spaced_class(size_t size) {
+  return __atomic_load_n(&txa_spaced_class_by_16[(size + 15) >> 4], __ATOMIC_RELAXED);
+}
+
+/* Reserves up to n objects of class c into out[] and returns how many: fewer when the
+ * current block has no more (the caller's ordinary path refills the bin), none when the
+ * thread has no heap or in secure mode (its frees must go through txalloc_free). */
+static inline unsigned txa_direct_reserve(unsigned c, void **out, unsigned n) {
+  txa_heap *h = txa_tls_heap;
+  if (TXA_UNLIKELY(h == NULL || txa_g.secure)) return 0;
+  txa_block *b = h->bins[c].current;
+  unsigned k = 0;
+  while (k < n) {
+    void *p = txa_block_take(b);
+    if (!p) break;
+    out[k++] = p;
+  }
+  return k;
+}
+
+/* n reserved objects of class c were handed out (allocs), or came back to the holder
+ * (frees). Without a heap (after its thread-exit abandonment) the global counts take them,
+ * as they took the heap's. */
+static inline void txa_direct_count_class(unsigned c, unsigned k, uint64_t n) {
+  txa_heap *h = txa_tls_heap;
+  if (TXA_LIKELY(h != NULL))
+    txa_bump_counter(k == 0 ? &h->cls[c].allocs : &h->cls[c].frees, n);
+  else
+    atomic_fetch_add_explicit(&txa_global_cls[c][k], n, memory_order_relaxed);
+}
+static inline void txa_direct_count_allocs(unsigned c, uint64_t n) {
+  txa_direct_count_class(c, 0, n);
+}
+static inline void txa_direct_count_frees(unsigned c, uint64_t n) {
+  txa_direct_count_class(c, 1, n);
+}
+
+/* Gives back reserved object p of class c that was never handed out. When the thread no
+ * longer owns its block (its heap was abandoned at thread exit), p is counted as
+ * allocated and goes through txalloc_free, a remote free like any other. */
+static inline void txa_direct_unreserve(void *p, unsigned c) {
+  txa_block *b = txa_block_of((uintptr_t)p, TXA_KIND_SMALL);
+  txa_heap *h = txa_tls_heap;
+  if (TXA_UNLIKELY(h == NULL || atomic_load_explicit(&b->owner, memory_order_relaxed) != h)) {
+    txa_direct_count_allocs(c, 1);
+    txalloc_free(p);
+    return;
+  }
+  TXALLOC_ASSERT(c == b->class_id && b->used > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
+  *(uintptr_t *)p = txa_encode(b->free, b->key);
+  b->free = p;
+  if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+}
+
 /* Usable size of the address a in a chunk of span kind `kind` (SMALL or MEDIUM): its
  * object's size, 0 when a starts no object. */
 static inline size_t txa_direct_block_usable(uintptr_t a, unsigned kind) {

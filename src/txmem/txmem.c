@@ -108,9 +108,11 @@ static inline void begin_nested(txmem_thread *t, unsigned depth) {
   /* I1 for the new level, and I2's order of seqs */
   TXALLOC_ASSERT(parent->undo_start <= t->undo_len && parent->commit_start <= t->commit_len);
   TXALLOC_ASSERT(parent->seq < seq);
-  t->levels[depth] = (txmem_level){seq, t->undo_len, t->commit_len};
+  TXALLOC_ASSERT(txmem_run_level_mark(t, depth - 1) <= t->run_top); /* I6 */
+  t->levels[depth] = (txmem_level){seq, t->undo_len, t->commit_len, t->run_top};
   t->cur_seq = seq;
   t->cur_undo_start = t->undo_len;
+  t->run_mark = t->run_top;
   t->depth = depth;
 }
 
@@ -160,6 +162,7 @@ void txmem_tx_begin(unsigned depth) {
 static inline void level_current(txmem_thread *t, unsigned depth) {
   t->cur_seq = t->levels[depth].seq;
   t->cur_undo_start = t->levels[depth].undo_start;
+  t->run_mark = txmem_run_level_mark(t, depth);
 }
 
 /* A child's commit turns its speculative frees of objects allocated by the parent (or by
@@ -168,8 +171,11 @@ static inline void level_current(txmem_thread *t, unsigned depth) {
 static void merge_child_frees(txmem_thread *t, const txmem_level *child,
                               const txmem_level *parent) {
   size_t w = child->commit_start;
+  uint32_t parent_mark = txmem_run_level_mark(t, (unsigned)(parent - t->levels));
   for (size_t i = child->commit_start; i < t->commit_len; i++) {
     void *p = t->commit[i];
+    /* a run object of the parent (I6: its slice runs from parent_mark to run_top) */
+    if (t->run_top > parent_mark && txmem_run_free_from(t, p, parent_mark)) continue;
     size_t pos = txmem_index_find(t, p);
     if (pos != SIZE_MAX && t->undo[pos].seq >= parent->seq) {
       size_t size = t->undo[pos].size;
@@ -239,6 +245,8 @@ void txmem_tx_commit(unsigned depth) {
    * (I5). */
   t->depth = 0;
   txmem_epoch_leave(t);
+  /* I6: the run's survivors leave it (ordinary objects from now on). */
+  t->run_base = t->run_mark = t->run_top;
   if (TXMEM_UNLIKELY(t->undo_len != 0 || t->commit_len != 0)) commit_top_logs(t);
   txmem_assert_between_top(t);
 }
@@ -251,6 +259,16 @@ void txmem_tx_abort(unsigned depth) {
   size_t undo_start = level->undo_start;
   TXALLOC_ASSERT(undo_start <= t->undo_len && level->commit_start <= t->commit_len); /* I1 */
   t->commit_len = level->commit_start;
+  uint32_t run_mark = txmem_run_level_mark(t, depth);
+  if (t->run_top != run_mark) {
+    /* I6: the level's run objects and its children's are the slice above its mark: they
+     * are free again, in the run, at once (the bump pointer reset). */
+    uint64_t released = t->run_top - run_mark;
+    t->run_top = run_mark;
+    txmem_direct_count_frees(t->run_class, released);
+    txmem_count(t, TXMEM_C_aborted_allocs, released);
+    txmem_count(t, TXMEM_C_aborted_bytes, released * t->run_size);
+  }
   if (t->undo_len > undo_start) {
     uint64_t released = 0, bytes = 0;
     for (size_t i = t->undo_len; i-- > undo_start;) {
@@ -278,6 +296,7 @@ void txmem_tx_abort(unsigned depth) {
     /* I5: deeper levels may have been open; the next top level finds the copies at 0. */
     t->cur_seq = 0;
     t->cur_undo_start = 0;
+    t->run_mark = t->run_base;
     txmem_epoch_leave(t);
     txmem_assert_between_top(t);
   }
@@ -287,6 +306,24 @@ bool txmem_in_tx(void) { return txmem_tls.depth != 0; }
 unsigned txmem_depth(void) { return txmem_tls.depth; }
 
 /* ---- Allocation ---- */
+/* Whether the run serves a request of `size` bytes now (I6): not for another size, when
+ * used up, of an older placement, or without a run (run_size 0). */
+static inline bool run_serves(const txmem_thread *t, size_t size) {
+  return size == t->run_size && t->run_top != t->run_len &&
+         t->run_gen == atomic_load_explicit(&txmem_placement_gen, memory_order_relaxed);
+}
+/* pre: run_serves(t, size). The run's next object, counted. */
+static inline void *run_take(txmem_thread *t, size_t size) {
+  uint32_t top = t->run_top;
+  t->run_top = top + 1;
+  txmem_direct_count_allocs(t->run_class, 1);
+  t->hot[TXMEM_HOT_tx_mallocs]++;
+  t->hot[TXMEM_HOT_speculative_bytes] += size;
+  t->prof.sizes[TXMEM_REGION_TX][t->run_bucket]++; /* txmem_profile_bucket(run_size) */
+  return t->run[top];
+}
+
+/* An allocation in a transaction through the undo log (any strategy). */
 static inline void *tx_malloc(txmem_thread *t, size_t size) {
   void *p = t->txalloc ? plain_malloc(size) : txmem_backend_malloc(t, size);
   if (TXMEM_UNLIKELY(!p)) return NULL;
@@ -306,6 +343,8 @@ static __attribute__((noinline)) void commit_push_grow(txmem_thread *t, void *pt
 static inline void tx_free(txmem_thread *t, void *ptr) {
   t->hot[TXMEM_HOT_tx_frees]++;
   if (t->txalloc) {
+    /* a run object of the innermost level (I6): balanced */
+    if (t->run_top > t->run_mark && txmem_run_free_inner(t, ptr)) return;
     /* The common case first: the newest allocation, freed again (Figure 3). */
     size_t n = t->undo_len;
     size_t pos =
@@ -328,7 +367,7 @@ static inline void tx_free(txmem_thread *t, void *ptr) {
 
 /* Out-of-line, reached by tail calls: keep the fast paths frameless (the wrap strategies'
  * frees, whose common path is tx_free itself, keep it inline). */
-static __attribute__((noinline)) void *tx_malloc_cold(txmem_thread *t, size_t size) {
+__attribute__((noinline)) void *txmem_tx_malloc_logged(txmem_thread *t, size_t size) {
   return tx_malloc(t, size);
 }
 static __attribute__((noinline)) void tx_free_cold(txmem_thread *t, void *ptr) { tx_free(t, ptr); }
@@ -351,12 +390,15 @@ void *txmem_malloc(size_t size) {
     txmem_profile_count_malloc(&t->prof, txmem_profile_outside(), size);
     return plain_malloc(size);
   }
-  /* Fast path (txalloc, room in the log's unindexed tail): allocate from the thread's bin
-   * and append. */
+  /* Fast path (txalloc): the next object of the run (I6). */
+  if (TXMEM_LIKELY(run_serves(t, size))) return run_take(t, size);
+  /* Fast path (txalloc, run objects in flight, so the run cannot be refilled now; room in
+   * the log's unindexed tail): allocate from the thread's bin and append. */
   size_t n = t->undo_len;
-  if (TXMEM_LIKELY(t->txalloc && n < t->undo_cap && n - t->indexed_upto < TXMEM_INDEX_PENDING)) {
+  if (TXMEM_LIKELY(t->txalloc && t->run_top != t->run_base && n < t->undo_cap &&
+                   n - t->indexed_upto < TXMEM_INDEX_PENDING)) {
     void *p = txmem_direct_take(size);
-    if (TXMEM_UNLIKELY(!p)) return tx_malloc_cold(t, size); /* refill, large, no heap yet */
+    if (TXMEM_UNLIKELY(!p)) return txmem_tx_malloc_logged(t, size); /* refill, large, ... */
     t->undo[n] = (txmem_undo_entry){p, size, t->cur_seq};
     t->undo_len = n + 1;
     t->hot[TXMEM_HOT_tx_mallocs]++;
@@ -364,7 +406,7 @@ void *txmem_malloc(size_t size) {
     txmem_profile_count_tx_malloc(&t->prof, size);
     return p;
   }
-  return tx_malloc_cold(t, size);
+  return txmem_run_malloc_miss(t, size); /* refills an idle run, else the undo log */
 }
 
 void *txmem_calloc(size_t count, size_t size) {
@@ -379,7 +421,7 @@ void *txmem_calloc(size_t count, size_t size) {
     txmem_profile_count_malloc(&t->prof, txmem_profile_outside(), bytes);
     return plain_calloc(count, size, bytes);
   }
-  void *p = tx_malloc(t, bytes);
+  void *p = run_serves(t, bytes) ? run_take(t, bytes) : txmem_run_malloc_miss(t, bytes);
   if (p) memset(p, 0, bytes);
   return p;
 }
@@ -394,6 +436,17 @@ void txmem_free(void *ptr) {
     }
     t->prof.frees[txmem_profile_outside()]++;
     plain_free(ptr);
+    return;
+  }
+  /* Fast path (txalloc): the run's newest object, allocated by the current level (above its
+   * mark: balanced by I6), freed again (Figure 3): it goes back to the run. */
+  uint32_t top = t->run_top;
+  if (TXMEM_LIKELY(top > t->run_mark && t->run[top - 1] == ptr)) {
+    t->run_top = top - 1;
+    txmem_direct_count_frees(t->run_class, 1);
+    t->hot[TXMEM_HOT_tx_frees]++;
+    t->hot[TXMEM_HOT_balanced_recycles]++;
+    t->hot[TXMEM_HOT_balanced_bytes] += t->run_size;
     return;
   }
   /* Fast path (txalloc): the newest allocation, made by the current level (position >=
@@ -420,12 +473,13 @@ void txmem_free(void *ptr) {
     release_own(ptr, size);
     return;
   }
-  /* Fast path (txalloc): the current level has no undo entry (undo_len == cur_undo_start),
-   * so by I2 no live entry has a seq >= cur_seq: ptr cannot be balanced, and tx_free would
-   * find it speculative after its lookup. Append it to the commit log (the common case of
-   * a transaction that frees an object allocated before it, such as a set's remove). */
+  /* Fast path (txalloc): the current level has no undo entry (undo_len == cur_undo_start)
+   * and no run object (run_top == run_mark), so by I2 and I6 ptr cannot be balanced, and
+   * tx_free would find it speculative after its lookup. Append it to the commit log (the
+   * common case of a transaction that frees an object allocated before it, such as a set's
+   * remove). */
   size_t c = t->commit_len;
-  if (TXMEM_LIKELY(n == t->cur_undo_start && c < t->commit_cap)) {
+  if (TXMEM_LIKELY(n == t->cur_undo_start && top == t->run_mark && c < t->commit_cap)) {
     t->commit[c] = ptr;
     t->commit_len = c + 1;
     t->hot[TXMEM_HOT_tx_frees]++;
@@ -452,4 +506,5 @@ void txmem_flush(void) {
   if (TXMEM_UNLIKELY(!t->ready)) txmem_thread_setup(t);
   txmem_epoch_flush(t);
   txmem_cache_flush(t);
+  txmem_run_drop(t);
 }

@@ -7,6 +7,10 @@
  *                          object txmem KNOWS is live and small: the newest entry of the
  *                          current level's undo log, i.e. allocated by this thread in this
  *                          transaction and not freed since.
+ *   txmem_direct_reserve   the transactional run's objects (txmem_run.c): taken like
+ *                          txmem_direct_take's, but counted as allocations only while a
+ *                          transaction has them out (txmem_direct_count_allocs/frees),
+ *                          and given back uncounted (txmem_direct_unreserve).
  *   txmem_direct_usable    txalloc_owner_of and txalloc_usable_size of an object freed by a
  *                          committed transaction, with one region-map lookup instead of
  *                          two (txmem_backend_usable; the limbo keeps the owner for the
@@ -33,6 +37,19 @@ static inline void *txmem_direct_take(size_t size) { return txa_direct_take_spac
 /* pre: p is a live object of a request of size <= TXMEM_DIRECT_SMALL_MAX bytes that this
  * thread allocated with the txalloc strategy (see above). */
 static inline void txmem_direct_give_back(void *p) { txa_direct_give_back(p); }
+
+/* The run's reservations (alloc_direct.h, "Reservations"). */
+static inline unsigned txmem_direct_class(size_t size) { return txa_direct_spaced_class(size); }
+static inline unsigned txmem_direct_reserve(unsigned c, void **out, unsigned n) {
+  return txa_direct_reserve(c, out, n);
+}
+static inline void txmem_direct_count_allocs(unsigned c, uint64_t n) {
+  txa_direct_count_allocs(c, n);
+}
+static inline void txmem_direct_count_frees(unsigned c, uint64_t n) {
+  txa_direct_count_frees(c, n);
+}
+static inline void txmem_direct_unreserve(void *p, unsigned c) { txa_direct_unreserve(p, c); }
 
 static inline bool txmem_direct_usable(const void *p, size_t *usable) {
   return txa_direct_usable(p, usable);

@@ -29,7 +29,8 @@
  *   I5 between top-level transactions (depth 0 and ready): undo_len == commit_len == 0,
  *      cur_seq == cur_undo_start == 0, and levels[1] == {0, 0, 0} always. A top-level begin
  *      therefore writes no level: the top level's record and cached copies are already
- *      right (the cheap top-level hooks, txmem.c). */
+ *      right (the cheap top-level hooks, txmem.c).
+ *   I6 the transactional run (txmem_thread.run, txmem_run.c): described at its fields. */
 #ifndef TXALLOC_TXMEM_INTERNAL_H
 #define TXALLOC_TXMEM_INTERNAL_H
 
@@ -129,6 +130,7 @@ typedef struct txmem_level {
   uint64_t seq;
   size_t undo_start;
   size_t commit_start;
+  uint32_t run_mark; /* run_top when the level began (levels[1]: unused, run_base is its) */
 } txmem_level;
 
 typedef struct txmem_undo_entry {
@@ -165,6 +167,7 @@ typedef struct txmem_limbo_entry {
 } txmem_limbo_entry;
 _Static_assert(sizeof(txmem_limbo_entry) == 24, "the release code must not grow limbo entries");
 
+#define TXMEM_RUN_CAP 32       /* objects of the transactional run (txmem_run.c) */
 #define TXMEM_CACHE_CLASSES 64 /* 16-byte classes up to 1 KiB */
 #define TXMEM_CACHE_DEPTH 64   /* objects per class */
 
@@ -221,6 +224,22 @@ typedef struct txmem_thread {
   unsigned cache_count[TXMEM_CACHE_CLASSES]; /* objects in each class */
 
   txmem_profile_counts prof; /* the allocation profile (txmem_profile.h) */
+
+  /* The transactional run (txmem_run.c): objects for requests of run_size bytes, reserved
+   * from the allocator (txa_direct_reserve) and handed out by transactions in order. I6:
+   * run[run_base, run_top) were handed out in the running top-level transaction, run[run_top,
+   * run_len) are reserved and free; the open levels' marks satisfy run_base <=
+   * levels[2].run_mark <= ... <= levels[depth].run_mark <= run_top, and run[mark_d, run_top)
+   * holds exactly the objects level d or its committed children allocated from the run
+   * (balanced at d). run_mark caches the innermost level's mark (run_base at the top
+   * level). Between top-level transactions run_top == run_base == run_mark. */
+  size_t run_size; /* 0: no run */
+  uint32_t run_top, run_len, run_base, run_mark;
+  uint32_t run_gen;   /* txmem_placement_gen when the run was reserved */
+  uint16_t run_class; /* the allocator's spaced class of run_size */
+  uint16_t run_want;  /* objects the next refill reserves (adaptive, <= TXMEM_RUN_CAP) */
+  uint8_t run_bucket; /* txmem_profile_bucket(run_size) */
+  void *run[TXMEM_RUN_CAP];
 } txmem_thread;
 
 /* How a top-level transaction announces its epoch (txmem_thread.top). */
@@ -285,6 +304,7 @@ static inline void txmem_undo_kill(txmem_thread *t, size_t pos, size_t floor) {
 static inline void txmem_assert_between_top(const txmem_thread *t) {
   TXALLOC_ASSERT(t->depth == 0 && t->undo_len == 0 && t->commit_len == 0);
   TXALLOC_ASSERT(t->cur_seq == 0 && t->cur_undo_start == 0);
+  TXALLOC_ASSERT(t->run_top == t->run_base && t->run_mark == t->run_base); /* I6 */
   TXALLOC_ASSERT(t->levels_cap <= 1 || (t->levels[1].seq == 0 && t->levels[1].undo_start == 0 &&
                                         t->levels[1].commit_start == 0));
 }
@@ -293,6 +313,26 @@ static inline void txmem_assert_between_top(const txmem_thread *t) {
 void txmem_undo_truncate(txmem_thread *t, size_t from);
 /* Forgets the whole log (top-level commit or abort after the objects were handled). */
 void txmem_undo_reset(txmem_thread *t);
+
+/* txmem_run.c: the transactional run (I6) */
+extern TXMEM_HIDDEN _Atomic uint32_t txmem_placement_gen; /* bumped by each geometry change */
+/* A transactional allocation of `size` bytes that missed the run (txalloc strategy):
+ * when no run object is in flight, (re)fills the run for this size and takes from it;
+ * otherwise, or when nothing can be reserved, allocates through the undo log. */
+void *txmem_run_malloc_miss(txmem_thread *t, size_t size);
+/* txmem.c: an allocation in a transaction through the undo log (any strategy). */
+void *txmem_tx_malloc_logged(txmem_thread *t, size_t size);
+/* Balanced free of a run object of the innermost level that is not the newest: true when
+ * ptr is in run[run_mark, run_top) (it is swapped with the newest and dropped). */
+bool txmem_run_free_inner(txmem_thread *t, const void *ptr);
+/* Child commit: ptr, speculatively freed by the child, is a run object of the parent (mark
+ * `parent_mark`): dropped from the run like a balanced free; false when it is not one. */
+bool txmem_run_free_from(txmem_thread *t, const void *ptr, uint32_t parent_mark);
+/* Gives every reserved object back to the allocator (depth 0: flush, thread exit). */
+void txmem_run_drop(txmem_thread *t);
+static inline uint32_t txmem_run_level_mark(const txmem_thread *t, unsigned depth) {
+  return depth == 1 ? t->run_base : t->levels[depth].run_mark;
+}
 
 /* txmem_backend.c: the allocator underneath, per strategy */
 void *txmem_backend_malloc(txmem_thread *t, size_t size); /* in a transaction */

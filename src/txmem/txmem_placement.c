@@ -22,18 +22,26 @@
 static unsigned geometry_shift;   /* 0: none reported */
 static uint64_t geometry_entries; /* 0: the units do not wrap round */
 
-void txmem_set_conflict_geometry(unsigned stripe_shift, uint64_t entries) {
-  const txmem_config *cfg = txmem_config_get();
-  geometry_shift = stripe_shift;
-  geometry_entries = entries;
-  size_t stripe = stripe_shift ? (size_t)1 << stripe_shift : 0;
-  if (cfg->strategy != TXMEM_TXALLOC || !txalloc_opt(TXALLOC_OPT_TXMEM_PLACEMENT)) return;
+/* Spaces the txmem objects for stripes of `stripe` bytes, or not at all when the small
+ * classes cannot. */
+static void set_spacing(size_t stripe) {
   if (stripe > txa_spacing_max() || !txa_set_spacing(stripe)) {
     if (txalloc_opt(TXALLOC_OPT_VERBOSE))
       txalloc_message("txmem: stripes of %zu bytes are not spaced (largest: %zu)", stripe,
                       txa_spacing_max());
     txa_set_spacing(0);
   }
+}
+
+void txmem_set_conflict_geometry(unsigned stripe_shift, uint64_t entries) {
+  const txmem_config *cfg = txmem_config_get();
+  geometry_shift = stripe_shift;
+  geometry_entries = entries;
+  size_t stripe = stripe_shift ? (size_t)1 << stripe_shift : 0;
+  if (cfg->strategy != TXMEM_TXALLOC || !txalloc_opt(TXALLOC_OPT_TXMEM_PLACEMENT)) return;
+  set_spacing(stripe);
+  /* Runs reserved under the old spacing stop serving (txmem_run.c). */
+  atomic_fetch_add_explicit(&txmem_placement_gen, 1, memory_order_relaxed);
 }
 
 void txmem_get_conflict_geometry(unsigned *stripe_shift, uint64_t *entries) {

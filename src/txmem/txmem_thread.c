@@ -129,7 +129,10 @@ txmem_thread *txmem_thread_setup(txmem_thread *t) {
   t->tx_pending = 0;
   /* I5: the top level's record, constant (its seq is 0, its logs start empty). */
   t->levels = txmem_meta_grow(NULL, &t->levels_cap, sizeof *t->levels, 8);
-  t->levels[1] = (txmem_level){0, 0, 0};
+  /* The undo log from the start: with the run (txmem_run.c) a thread may reach it first
+   * long after setup, and its bookkeeping should not appear in the middle of a program. */
+  t->undo = txmem_meta_grow(NULL, &t->undo_cap, sizeof *t->undo, 16);
+  t->levels[1] = (txmem_level){0, 0, 0, 0};
   t->cur_seq = 0;
   t->cur_undo_start = 0;
   pthread_once(&exit_key_once, exit_key_create);
@@ -144,6 +147,7 @@ void txmem_thread_exit(void) {
   txmem_thread *t = &txmem_tls;
   if (!t->ready) return;
   if (t->depth > 0) txmem_tx_abort(1);
+  txmem_run_drop(t);
   txmem_hot_publish(t);
   txmem_epoch_thread_exit(t); /* may release safe objects into the cache: flush after */
   txmem_cache_flush(t);
