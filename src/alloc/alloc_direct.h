@@ -208,10 +208,10 @@ static inline void txa_direct_unreserve(void *p, unsigned c) {
     txalloc_free(p);
     return;
   }
-  TXALLOC_ASSERT(c == b->class_id && b->used > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
+  TXALLOC_ASSERT(c == b->class_id && txa_used(b) > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
   *(uintptr_t *)p = txa_encode(b->free, b->key);
   b->free = p;
-  if (TXA_UNLIKELY(--b->used == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+  if (TXA_UNLIKELY(txa_used_dec(b) == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
 }
 
 /* Usable size of the address a in a chunk of span kind `kind` (SMALL or MEDIUM): its
