@@ -12,7 +12,7 @@
  *     before and after goes back as spans of its own (no system call);
  *   - when no span holds it, the largest span of at least half the request is grown, in
  *     place or moved by mremap to an aligned address, so its touched pages are reused;
- *   - the cache holds at most CACHE_SLOTS spans and max(large_cache_mb, a quarter of the
+ *   - the cache holds at most CACHE_SLOTS spans and max(large_cache_mb, half the
  *     peak of live large bytes over the last expiry period) bytes, the oldest going first
  *     (a merged span larger than that keeps its end and unmaps its start);
  *     spans idle longer than 4 x decommit_delay_ms + 1 s are unmapped at the next cache
@@ -111,7 +111,7 @@ static void cache_expire(uint64_t now, victims *v) {
   }
 }
 
-/* The byte bound: large_cache_mb, or a quarter of the recent peak of live large bytes
+/* The byte bound: large_cache_mb, or half the recent peak of live large bytes
  * when more (a program with a big large-object working set gets more of it reused). The
  * peak restarts from the current value every expiry period. */
 static size_t cache_limit(uint64_t now, size_t freed) {
@@ -123,7 +123,7 @@ static size_t cache_limit(uint64_t now, size_t freed) {
   } else if (live > peak_live) {
     peak_live = live;
   }
-  size_t adaptive = peak_live / 4;
+  size_t adaptive = peak_live / 2;
   return adaptive > txa_g.large_cache_max ? adaptive : (size_t)txa_g.large_cache_max;
 }
 
