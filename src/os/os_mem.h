@@ -27,6 +27,11 @@ void txa_os_decommit(void *addr, size_t size);
 void txa_os_unmap(void *addr, size_t size);
 /* Tries to grow the mapping [addr, addr+old_size) to new_size without moving it. */
 bool txa_os_grow_in_place(void *addr, size_t old_size, size_t new_size);
+/* Moves the mapping [addr, addr+old_size) (within one mapping) onto `target`, a
+ * reservation of new_size bytes (txa_os_reserve) that it replaces atomically, resized to
+ * new_size, without copying: its pages, touched or not, go with it (mremap); the rest
+ * reads as zero. False when it cannot: the mapping and the reservation are unchanged. */
+bool txa_os_move_to(void *addr, size_t old_size, size_t new_size, void *target);
 /* The system-call observer: when set, it is called on the calling thread before each
  * memory system call this file makes (mmap, munmap, mprotect, madvise, mremap), with the
  * call's name. The layer above that must know of such calls (the emulated hardware TM,
