@@ -320,8 +320,13 @@ void *txa_large_alloc(size_t size, size_t align, bool zero) {
   if (reused) {
     TXA_GCOUNT(large_cache_hits, 1);
   } else if (!(base = map_fresh(need, map_align))) {
-    errno = ENOMEM;
-    return NULL;
+    /* Cached spans hold address space and memory the OS may be refusing us (a limit such
+     * as RLIMIT_AS): give them back and try once more before failing. */
+    txa_large_cache_flush();
+    if (!(base = map_fresh(need, map_align))) {
+      errno = ENOMEM;
+      return NULL;
+    }
   }
   large_header *h = write_header(base, need, align, size);
   atomic_store_explicit(&h->state, LARGE_LIVE, memory_order_relaxed);
