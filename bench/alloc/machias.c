@@ -135,8 +135,7 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
+  wl_check_size_range(min_size, max_size);
   inboxes = aligned_alloc(64, (size_t)threads * sizeof *inboxes);
   totals = aligned_alloc(64, (size_t)threads * sizeof *totals);
   if (!inboxes || !totals) exit(1);

@@ -142,8 +142,7 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
+  wl_check_size_range(min_size, max_size);
   producers = threads == 1 ? 1 : (threads + 1) / 2;
   consumers = threads == 1 ? 1 : threads / 2;
   ring = wl_malloc((size_t)depth * sizeof *ring);

@@ -139,7 +139,7 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_len > max_len) bench_usage_error("--min %ld is larger than --max %ld", min_len, max_len);
+  wl_check_size_range(min_len, max_len);
   for (size_t i = 0; i < sizeof pattern; i++) pattern[i] = (char)('!' + (i % PERIOD) * 93 / PERIOD);
   thread_totals *totals = calloc((size_t)threads, sizeof *totals);
   if (!totals) exit(1);

@@ -50,6 +50,10 @@ long wl_threads(const wl_program *prog) {
   return t ? *t : 1;
 }
 
+void wl_check_size_range(long min, long max) {
+  if (min > max) bench_usage_error("--min %ld is larger than --max %ld", min, max);
+}
+
 /* ---- Stamps ---- */
 
 static uint64_t mix64(uint64_t z) {

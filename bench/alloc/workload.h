@@ -40,6 +40,9 @@ typedef struct wl_program {
  * value (without txalloc in the process those variables change nothing). */
 void wl_parse(const wl_program *prog, int argc, char **argv);
 long wl_threads(const wl_program *prog);
+/* The check of every workload with --min and --max size options: min > max prints
+ * "--min A is larger than --max B" and exits 2. */
+void wl_check_size_range(long min, long max);
 
 /* ---- Object stamps ----
  * A stamp writes a word derived from `tag` at every 64-byte step of the object (so every

@@ -105,8 +105,7 @@ static void worker(int index, void *arg) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
+  wl_check_size_range(min_size, max_size);
   queues = aligned_alloc(64, (size_t)threads * sizeof *queues);
   worker_state *states = calloc((size_t)threads, sizeof *states);
   if (!queues || !states) exit(1);
