@@ -126,9 +126,8 @@ static void round_of(worker_state *s, long r) {
 static void worker(int index, void *arg) {
   worker_state s = {.stream = (uint64_t)index + 1, .t = &((thread_totals *)arg)[index]};
   bench_rng_seed(&s.rng, (uint64_t)seed, (uint64_t)index);
-  s.slots = calloc((size_t)objects, sizeof *s.slots);
-  s.order = malloc((size_t)objects * sizeof *s.order);
-  if (!s.slots || !s.order) exit(1);
+  s.slots = wl_calloc((size_t)objects, sizeof *s.slots);
+  s.order = wl_malloc((size_t)objects * sizeof *s.order);
   for (long i = 0; i < objects; i++) s.order[i] = i;
   for (long r = 0; r < rounds; r++) round_of(&s, r);
   for (long i = 0; i < objects; i++)

@@ -93,8 +93,7 @@ static void worker(int index, void *arg) {
   thread_totals *mine = &totals[index];
   bench_rng rng;
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
-  object_header **live = calloc((size_t)window, sizeof *live);
-  if (!live) exit(1);
+  object_header **live = wl_calloc((size_t)window, sizeof *live);
   for (long i = 0; i < pairs; i++) {
     object_header *h = new_object(&rng, (uint64_t)index + 1, (uint64_t)i);
     object_header **place = &live[bench_rng_below(&rng, (uint64_t)window)];

@@ -80,8 +80,7 @@ static void worker(int index, void *arg) {
   bench_rng rng;
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
   uint64_t stream = (uint64_t)index + 1, counter = 0;
-  block *slots = calloc((size_t)live, sizeof *slots);
-  if (!slots) exit(1);
+  block *slots = wl_calloc((size_t)live, sizeof *slots);
   for (long i = 0; i < ops; i++) {
     block *b = &slots[bench_rng_below(&rng, (uint64_t)live)];
     if (b->data) {

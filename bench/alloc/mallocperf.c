@@ -38,8 +38,7 @@ typedef struct thread_totals {
 
 static void worker(int index, void *arg) {
   thread_totals *totals = &((thread_totals *)arg)[index];
-  slot *table = calloc((size_t)slots, sizeof *table);
-  if (!table) exit(1);
+  slot *table = wl_calloc((size_t)slots, sizeof *table);
   bench_rng rng;
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
   uint64_t counter = 0;

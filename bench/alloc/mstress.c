@@ -94,9 +94,8 @@ static void worker(int index, void *arg) {
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
   uint64_t stream = (uint64_t)index + 1, counter = 0;
   long nlong = slots * longlived / 100, nshort = slots - nlong;
-  slot *lived = calloc((size_t)(nlong ? nlong : 1), sizeof *lived);
-  slot *churn = calloc((size_t)nshort, sizeof *churn);
-  if (!lived || !churn) exit(1);
+  slot *lived = wl_calloc((size_t)nlong, sizeof *lived);
+  slot *churn = wl_calloc((size_t)nshort, sizeof *churn);
   for (long i = 0; i < nlong; i++) fill(&lived[i], random_size(&rng), wl_tag(stream, counter++));
   for (long i = 0; i < steps; i++) {
     slot *s = &churn[bench_rng_below(&rng, (uint64_t)nshort)];

@@ -111,8 +111,7 @@ static void worker(int index, void *arg) {
   bench_rng rng;
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
   uint64_t stream = (uint64_t)index + 1, counter = 0;
-  builder *slots = calloc((size_t)builders, sizeof *slots);
-  if (!slots) exit(1);
+  builder *slots = wl_calloc((size_t)builders, sizeof *slots);
   for (long i = 0; i < builders; i++) start(&slots[i], &rng, wl_tag(stream, counter++));
   for (long i = 0; i < appends; i++) {
     builder *b = &slots[bench_rng_below(&rng, (uint64_t)builders)];

@@ -122,6 +122,15 @@ void *wl_realloc(void *object, size_t size) {
   return p;
 }
 
+void *wl_calloc(size_t count, size_t size) {
+  void *p = calloc(count ? count : 1, size);
+  if (!p) {
+    fprintf(stderr, "calloc(%zu, %zu) failed\n", count, size);
+    exit(1);
+  }
+  return p;
+}
+
 size_t wl_size_between(bench_rng *rng, long min, long max) {
   return (size_t)min + (size_t)bench_rng_below(rng, (uint64_t)(max - min + 1));
 }

@@ -63,6 +63,8 @@ bool wl_check(const char *what, const void *object, size_t size, uint64_t tag);
 /* malloc/realloc that end the program (exit 1, message on stderr) on NULL. */
 void *wl_malloc(size_t size);
 void *wl_realloc(void *object, size_t size);
+/* calloc that ends the program the same way; count 0 still gives a freeable object. */
+void *wl_calloc(size_t count, size_t size);
 
 /* ---- Report ----
  * Writes the run's one JSON object to stdout: workload, params (every option but
