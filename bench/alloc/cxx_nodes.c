@@ -34,11 +34,8 @@ static void extra(bench_json *j, void *ctx) { bench_json_uint(j, "keys", *(uint6
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  uint64_t *pairs = calloc((size_t)threads, sizeof *pairs);
-  if (!pairs) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, pairs);
-  double time_s = bench_now() - start;
+  double time_s;
+  uint64_t *pairs = wl_run_counting(&program, sizeof *pairs, worker, &time_s);
   uint64_t total = 0;
   bool valid = true;
   for (long t = 0; t < threads; t++) {

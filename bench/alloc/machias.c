@@ -142,9 +142,7 @@ int main(int argc, char **argv) {
     atomic_init(&inboxes[t].top, NULL);
     totals[t].local_frees = totals[t].remote_frees = 0;
   }
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, NULL);
-  double time_s = bench_now() - start;
+  double time_s = wl_run_threads(&program, worker, NULL);
   thread_totals sum = {0, 0};
   for (long t = 0; t < threads; t++) {
     sum.local_frees += totals[t].local_frees;

@@ -143,12 +143,9 @@ static void extra(bench_json *j, void *ctx) {
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
   exchange_size = threads * (slots / 8);
-  exchange = calloc((size_t)exchange_size, sizeof *exchange);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!exchange || !totals) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start;
+  exchange = wl_calloc((size_t)exchange_size, sizeof *exchange);
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   for (long i = 0; i < exchange_size; i++) /* objects left in the exchange area */
     if (exchange[i].object) release(&exchange[i]);
   free(exchange);

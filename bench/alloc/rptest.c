@@ -141,9 +141,7 @@ int main(int argc, char **argv) {
     atomic_init(&inboxes[i].sender_done, false);
     inboxes[i].objects_freed = inboxes[i].batches_freed = inboxes[i].waits = 0;
   }
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, NULL);
-  double time_s = bench_now() - start;
+  double time_s = wl_run_threads(&program, worker, NULL);
   totals t = {0};
   bool valid = true;
   for (long i = 0; i < threads; i++) {

@@ -140,11 +140,8 @@ int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
   wl_check_size_range(min_len, max_len);
   for (size_t i = 0; i < sizeof pattern; i++) pattern[i] = (char)('!' + (i % PERIOD) * 93 / PERIOD);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!totals) exit(1);
-  double start_s = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start_s;
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   thread_totals sum = {0};
   for (long i = 0; i < threads; i++) {
     sum.appends += totals[i].appends, sum.reallocs += totals[i].reallocs;

@@ -54,6 +54,21 @@ void wl_check_size_range(long min, long max) {
   if (min > max) bench_usage_error("--min %ld is larger than --max %ld", min, max);
 }
 
+/* ---- Running the workers ---- */
+
+double wl_run_threads(const wl_program *prog, bench_thread_fn fn, void *arg) {
+  double start = bench_now();
+  bench_run_threads((int)wl_threads(prog), fn, arg);
+  return bench_now() - start;
+}
+
+void *wl_run_counting(const wl_program *prog, size_t slot_size, bench_thread_fn fn,
+                      double *time_s) {
+  void *slots = wl_calloc((size_t)wl_threads(prog), slot_size);
+  *time_s = wl_run_threads(prog, fn, slots);
+  return slots;
+}
+
 /* ---- Stamps ---- */
 
 static uint64_t mix64(uint64_t z) {

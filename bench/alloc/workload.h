@@ -44,6 +44,17 @@ long wl_threads(const wl_program *prog);
  * "--min A is larger than --max B" and exits 2. */
 void wl_check_size_range(long min, long max);
 
+/* ---- Running the workers ----
+ * wl_run_threads runs fn(index, arg) on the program's `threads` threads, started together
+ * (bench_run_threads), and returns the wall-clock seconds from before the start to after
+ * the join: what every workload reports as time_s. (bench_run_threads' own result, the
+ * CPU time of the run, is not what these programs report.) */
+double wl_run_threads(const wl_program *prog, bench_thread_fn fn, void *arg);
+/* For workers that count into a slot of their own: allocates a zeroed array of one
+ * `slot_size`-byte slot per thread, runs fn(index, array) as wl_run_threads does, stores
+ * its wall-clock seconds in *time_s and returns the array (the caller frees it). */
+void *wl_run_counting(const wl_program *prog, size_t slot_size, bench_thread_fn fn, double *time_s);
+
 /* ---- Object stamps ----
  * A stamp writes a word derived from `tag` at every 64-byte step of the object (so every
  * cache line of it is touched, as a program using the object would) and the object's
