@@ -97,8 +97,6 @@ static void worker(int index, void *arg) {
   totals->valid = valid;
 }
 
-static void extra(bench_json *j, void *ctx) { bench_json_uint(j, "nodes", *(uint64_t *)ctx); }
-
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
   double time_s;
@@ -111,5 +109,6 @@ int main(int argc, char **argv) {
   }
   free(totals);
   /* ops: nodes allocated (each one malloc and one free) */
-  return wl_report(&program, time_s, nodes, extra, &nodes, valid);
+  wl_uint_member node_count = {"nodes", nodes};
+  return wl_report(&program, time_s, nodes, wl_extra_uint, &node_count, valid);
 }

@@ -190,3 +190,8 @@ int wl_report(const wl_program *prog, double time_s, uint64_t ops, wl_extra_fn e
           time_s > 0 ? (double)ops / time_s : 0.0, valid ? "" : ", NOT VALID");
   return valid ? 0 : 1;
 }
+
+void wl_extra_uint(bench_json *j, void *ctx) {
+  const wl_uint_member *member = ctx;
+  bench_json_uint(j, member->name, member->value);
+}

@@ -86,6 +86,13 @@ void *wl_calloc(size_t count, size_t size);
 typedef void (*wl_extra_fn)(bench_json *j, void *ctx);
 int wl_report(const wl_program *prog, double time_s, uint64_t ops, wl_extra_fn extra, void *ctx,
               bool valid);
+/* The extra of a workload that adds one unsigned member to "results": ctx is a
+ * wl_uint_member. */
+typedef struct wl_uint_member {
+  const char *name;
+  uint64_t value;
+} wl_uint_member;
+void wl_extra_uint(bench_json *j, void *ctx);
 
 /* Random size in [min, max]. */
 size_t wl_size_between(bench_rng *rng, long min, long max);
