@@ -38,12 +38,6 @@ static const wl_program program = {
     "sizes; a few survivors per round pin the freed space.",
     "rounds", options, sizeof options / sizeof options[0]};
 
-typedef struct slot {
-  void *object;
-  size_t size;
-  uint64_t tag;
-} slot;
-
 typedef struct thread_totals {
   uint64_t mallocs, frees, reallocs;
 } thread_totals;
@@ -51,7 +45,7 @@ typedef struct thread_totals {
 typedef struct worker_state {
   bench_rng rng;
   uint64_t stream, counter;
-  slot *slots;
+  wl_slot *slots;
   long *order; /* a permutation of the slots, reshuffled for each pass */
   thread_totals *t;
 } worker_state;
@@ -78,29 +72,20 @@ static void shuffle(worker_state *s) {
   }
 }
 
-static void fill(worker_state *s, slot *o, long window) {
-  o->size = window_size(&s->rng, window);
-  o->object = wl_malloc(o->size);
-  o->tag = wl_tag(s->stream, s->counter++);
-  wl_stamp(o->object, o->size, o->tag);
+static void fill(worker_state *s, wl_slot *o, long window) {
+  size_t size = window_size(&s->rng, window);
+  wl_slot_fill(o, size, wl_tag(s->stream, s->counter++));
   s->t->mallocs++;
 }
 
-static void release(worker_state *s, slot *o) {
-  wl_check("object before free", o->object, o->size, o->tag);
-  free(o->object);
-  o->object = NULL;
+static void release(worker_state *s, wl_slot *o) {
+  wl_slot_release(o);
   s->t->frees++;
 }
 
-static void resize(worker_state *s, slot *o, long window) {
+static void resize(worker_state *s, wl_slot *o, long window) {
   size_t size = window_size(&s->rng, window);
-  size_t kept = size < o->size ? size : o->size;
-  o->object = wl_realloc(o->object, size);
-  wl_check("prefix kept by realloc", o->object, kept, o->tag);
-  o->size = size;
-  o->tag = wl_tag(s->stream, s->counter++);
-  wl_stamp(o->object, size, o->tag);
+  wl_slot_resize(o, size, wl_tag(s->stream, s->counter++));
   s->t->reallocs++;
 }
 

@@ -119,6 +119,28 @@ bool wl_check(const char *what, const void *object, size_t size, uint64_t tag) {
   return false;
 }
 
+void wl_slot_fill(wl_slot *slot, size_t size, uint64_t tag) {
+  slot->object = wl_malloc(size);
+  slot->size = size;
+  slot->tag = tag;
+  wl_stamp(slot->object, size, tag);
+}
+
+void wl_slot_release(wl_slot *slot) {
+  wl_check("object before free", slot->object, slot->size, slot->tag);
+  free(slot->object);
+  slot->object = NULL;
+}
+
+void wl_slot_resize(wl_slot *slot, size_t size, uint64_t tag) {
+  size_t kept = size < slot->size ? size : slot->size;
+  slot->object = wl_realloc(slot->object, size);
+  wl_check("prefix kept by realloc", slot->object, kept, slot->tag);
+  slot->size = size;
+  slot->tag = tag;
+  wl_stamp(slot->object, size, tag);
+}
+
 void *wl_malloc(size_t size) {
   void *p = malloc(size);
   if (!p) {

@@ -71,6 +71,20 @@ uint64_t wl_tag(uint64_t stream, uint64_t counter);
 /* wl_verify, and wl_corrupt when it fails; returns the verdict. */
 bool wl_check(const char *what, const void *object, size_t size, uint64_t tag);
 
+/* A place for one stamped object of the workload's own, or none (object NULL). */
+typedef struct wl_slot {
+  void *object;
+  size_t size;
+  uint64_t tag;
+} wl_slot;
+/* Mallocs `size` bytes into the empty slot and stamps them with `tag`. */
+void wl_slot_fill(wl_slot *slot, size_t size, uint64_t tag);
+/* Checks the slot's object ("object before free"), frees it and empties the slot. */
+void wl_slot_release(wl_slot *slot);
+/* Reallocs the slot's object to `size` bytes, checks the prefix realloc kept and stamps
+ * the whole object anew with `tag`. */
+void wl_slot_resize(wl_slot *slot, size_t size, uint64_t tag);
+
 /* malloc/realloc that end the program (exit 1, message on stderr) on NULL. */
 void *wl_malloc(size_t size);
 void *wl_realloc(void *object, size_t size);
