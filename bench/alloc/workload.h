@@ -1,6 +1,7 @@
 /* What the allocator workload programs share: a table of integer options (one source for
- * parsing, --help and the "params" JSON member), the object stamps that let every workload
- * check its own data, and the one-JSON-object report of DESIGN.md.
+ * parsing, --help and the "params" JSON member), the timed run of the worker threads, the
+ * object stamps that let every workload check its own data, and the one-JSON-object report
+ * of DESIGN.md.
  *
  * These programs link only bench_common, never libtxalloc: they must measure whatever
  * malloc LD_PRELOAD puts under them (glibc, jemalloc, tcmalloc, tbbmalloc, mimalloc,
