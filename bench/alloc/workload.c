@@ -62,11 +62,11 @@ double wl_run_threads(const wl_program *prog, bench_thread_fn fn, void *arg) {
   return bench_now() - start;
 }
 
-void *wl_run_counting(const wl_program *prog, size_t slot_size, bench_thread_fn fn,
+void *wl_run_counting(const wl_program *prog, size_t entry_size, bench_thread_fn fn,
                       double *time_s) {
-  void *slots = wl_calloc((size_t)wl_threads(prog), slot_size);
-  *time_s = wl_run_threads(prog, fn, slots);
-  return slots;
+  void *entries = wl_calloc((size_t)wl_threads(prog), entry_size);
+  *time_s = wl_run_threads(prog, fn, entries);
+  return entries;
 }
 
 /* ---- Stamps ---- */

@@ -51,10 +51,11 @@ void wl_check_size_range(long min, long max);
  * the join: what every workload reports as time_s. (bench_run_threads' own result, the
  * CPU time of the run, is not what these programs report.) */
 double wl_run_threads(const wl_program *prog, bench_thread_fn fn, void *arg);
-/* For workers that count into a slot of their own: allocates a zeroed array of one
- * `slot_size`-byte slot per thread, runs fn(index, array) as wl_run_threads does, stores
+/* For workers that count into an entry of their own: allocates a zeroed array of one
+ * `entry_size`-byte entry per thread, runs fn(index, array) as wl_run_threads does, stores
  * its wall-clock seconds in *time_s and returns the array (the caller frees it). */
-void *wl_run_counting(const wl_program *prog, size_t slot_size, bench_thread_fn fn, double *time_s);
+void *wl_run_counting(const wl_program *prog, size_t entry_size, bench_thread_fn fn,
+                      double *time_s);
 
 /* ---- Object stamps ----
  * A stamp writes a word derived from `tag` at every 64-byte step of the object (so every
