@@ -97,15 +97,10 @@ static void worker(int index, void *arg) {
   totals->valid = valid;
 }
 
-static void extra(bench_json *j, void *ctx) { bench_json_uint(j, "nodes", *(uint64_t *)ctx); }
-
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!totals) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start;
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   uint64_t nodes = 0;
   bool valid = true;
   for (long t = 0; t < threads; t++) {
@@ -114,5 +109,6 @@ int main(int argc, char **argv) {
   }
   free(totals);
   /* ops: nodes allocated (each one malloc and one free) */
-  return wl_report(&program, time_s, nodes, extra, &nodes, valid);
+  wl_uint_member node_count = {"nodes", nodes};
+  return wl_report(&program, time_s, nodes, wl_extra_uint, &node_count, valid);
 }

@@ -50,9 +50,7 @@ int cache_false_sharing_main(int argc, char **argv, const char *name, const char
       fs_write(initial[t], (size_t)size, 1, (unsigned)(seed + t));
     }
   }
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, NULL);
-  double time_s = bench_now() - start;
+  double time_s = wl_run_threads(&program, worker, NULL);
   free(initial);
   /* ops: malloc/write/free cycles */
   return wl_report(&program, time_s, (uint64_t)iterations * (uint64_t)threads, NULL, NULL, true);

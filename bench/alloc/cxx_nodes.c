@@ -30,15 +30,10 @@ static void worker(int index, void *arg) {
   ((uint64_t *)arg)[index] = cxx_nodes_run(rounds, keys, (uint64_t)(seed + index));
 }
 
-static void extra(bench_json *j, void *ctx) { bench_json_uint(j, "keys", *(uint64_t *)ctx); }
-
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  uint64_t *pairs = calloc((size_t)threads, sizeof *pairs);
-  if (!pairs) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, pairs);
-  double time_s = bench_now() - start;
+  double time_s;
+  uint64_t *pairs = wl_run_counting(&program, sizeof *pairs, worker, &time_s);
   uint64_t total = 0;
   bool valid = true;
   for (long t = 0; t < threads; t++) {
@@ -46,7 +41,7 @@ int main(int argc, char **argv) {
     if (pairs[t] != UINT64_MAX) total += pairs[t];
   }
   free(pairs);
-  uint64_t key_count = (uint64_t)keys;
+  wl_uint_member key_count = {"keys", (uint64_t)keys};
   /* ops: operator new/delete pairs */
-  return wl_report(&program, time_s, total, extra, &key_count, valid);
+  return wl_report(&program, time_s, total, wl_extra_uint, &key_count, valid);
 }

@@ -38,12 +38,6 @@ static const wl_program program = {
     "sizes; a few survivors per round pin the freed space.",
     "rounds", options, sizeof options / sizeof options[0]};
 
-typedef struct slot {
-  void *object;
-  size_t size;
-  uint64_t tag;
-} slot;
-
 typedef struct thread_totals {
   uint64_t mallocs, frees, reallocs;
 } thread_totals;
@@ -51,7 +45,7 @@ typedef struct thread_totals {
 typedef struct worker_state {
   bench_rng rng;
   uint64_t stream, counter;
-  slot *slots;
+  wl_slot *slots;
   long *order; /* a permutation of the slots, reshuffled for each pass */
   thread_totals *t;
 } worker_state;
@@ -78,29 +72,20 @@ static void shuffle(worker_state *s) {
   }
 }
 
-static void fill(worker_state *s, slot *o, long window) {
-  o->size = window_size(&s->rng, window);
-  o->object = wl_malloc(o->size);
-  o->tag = wl_tag(s->stream, s->counter++);
-  wl_stamp(o->object, o->size, o->tag);
+static void fill(worker_state *s, wl_slot *o, long window) {
+  size_t size = window_size(&s->rng, window);
+  wl_slot_fill(o, size, wl_tag(s->stream, s->counter++));
   s->t->mallocs++;
 }
 
-static void release(worker_state *s, slot *o) {
-  wl_check("object before free", o->object, o->size, o->tag);
-  free(o->object);
-  o->object = NULL;
+static void release(worker_state *s, wl_slot *o) {
+  wl_slot_release(o);
   s->t->frees++;
 }
 
-static void resize(worker_state *s, slot *o, long window) {
+static void resize(worker_state *s, wl_slot *o, long window) {
   size_t size = window_size(&s->rng, window);
-  size_t kept = size < o->size ? size : o->size;
-  o->object = wl_realloc(o->object, size);
-  wl_check("prefix kept by realloc", o->object, kept, o->tag);
-  o->size = size;
-  o->tag = wl_tag(s->stream, s->counter++);
-  wl_stamp(o->object, size, o->tag);
+  wl_slot_resize(o, size, wl_tag(s->stream, s->counter++));
   s->t->reallocs++;
 }
 
@@ -126,9 +111,8 @@ static void round_of(worker_state *s, long r) {
 static void worker(int index, void *arg) {
   worker_state s = {.stream = (uint64_t)index + 1, .t = &((thread_totals *)arg)[index]};
   bench_rng_seed(&s.rng, (uint64_t)seed, (uint64_t)index);
-  s.slots = calloc((size_t)objects, sizeof *s.slots);
-  s.order = malloc((size_t)objects * sizeof *s.order);
-  if (!s.slots || !s.order) exit(1);
+  s.slots = wl_calloc((size_t)objects, sizeof *s.slots);
+  s.order = wl_malloc((size_t)objects * sizeof *s.order);
   for (long i = 0; i < objects; i++) s.order[i] = i;
   for (long r = 0; r < rounds; r++) round_of(&s, r);
   for (long i = 0; i < objects; i++)
@@ -146,13 +130,9 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!totals) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start;
+  wl_check_size_range(min_size, max_size);
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   thread_totals sum = {0};
   for (long i = 0; i < threads; i++) {
     sum.mallocs += totals[i].mallocs, sum.frees += totals[i].frees;

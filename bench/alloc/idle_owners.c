@@ -172,8 +172,7 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
+  wl_check_size_range(min_size, max_size);
   figures fig = {.rss_base = rss_mib()};
   owners = calloc((size_t)threads, sizeof *owners);
   freer *fs = calloc((size_t)freers, sizeof *fs);

@@ -318,11 +318,8 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!totals) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start;
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   thread_totals sum = {0, 0, true};
   for (long t = 0; t < threads; t++) {
     sum.values += totals[t].values;

@@ -316,15 +316,13 @@ int main(int argc, char **argv) {
   bucket_mask = nbuckets - 1;
   buckets = calloc(nbuckets, sizeof *buckets);
   locks = aligned_alloc(64, (size_t)stripes * sizeof *locks);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!buckets || !locks || !totals) exit(1);
+  if (!buckets || !locks) exit(1);
   for (long i = 0; i < stripes; i++) pthread_mutex_init(&locks[i].mutex, NULL);
   init_value_sizes();
   long initial = fill_table();
 
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start;
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
 
   summary s = {0};
   for (long i = 0; i < threads; i++) {

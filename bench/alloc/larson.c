@@ -104,10 +104,8 @@ static void *slot_thread(void *arg) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
-  slot *slots = calloc((size_t)threads, sizeof *slots);
-  if (!slots) exit(1);
+  wl_check_size_range(min_size, max_size);
+  slot *slots = wl_calloc((size_t)threads, sizeof *slots);
   /* Warm-up, as in the original: the main thread allocates every slot's blocks. */
   for (long t = 0; t < threads; t++) {
     slot *s = &slots[t];

@@ -93,8 +93,7 @@ static void worker(int index, void *arg) {
   thread_totals *mine = &totals[index];
   bench_rng rng;
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
-  object_header **live = calloc((size_t)window, sizeof *live);
-  if (!live) exit(1);
+  object_header **live = wl_calloc((size_t)window, sizeof *live);
   for (long i = 0; i < pairs; i++) {
     object_header *h = new_object(&rng, (uint64_t)index + 1, (uint64_t)i);
     object_header **place = &live[bench_rng_below(&rng, (uint64_t)window)];
@@ -135,8 +134,7 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
+  wl_check_size_range(min_size, max_size);
   inboxes = aligned_alloc(64, (size_t)threads * sizeof *inboxes);
   totals = aligned_alloc(64, (size_t)threads * sizeof *totals);
   if (!inboxes || !totals) exit(1);
@@ -144,9 +142,7 @@ int main(int argc, char **argv) {
     atomic_init(&inboxes[t].top, NULL);
     totals[t].local_frees = totals[t].remote_frees = 0;
   }
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, NULL);
-  double time_s = bench_now() - start;
+  double time_s = wl_run_threads(&program, worker, NULL);
   thread_totals sum = {0, 0};
   for (long t = 0; t < threads; t++) {
     sum.local_frees += totals[t].local_frees;

@@ -80,8 +80,7 @@ static void worker(int index, void *arg) {
   bench_rng rng;
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
   uint64_t stream = (uint64_t)index + 1, counter = 0;
-  block *slots = calloc((size_t)live, sizeof *slots);
-  if (!slots) exit(1);
+  block *slots = wl_calloc((size_t)live, sizeof *slots);
   for (long i = 0; i < ops; i++) {
     block *b = &slots[bench_rng_below(&rng, (uint64_t)live)];
     if (b->data) {
@@ -115,13 +114,9 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!totals) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start;
+  wl_check_size_range(min_size, max_size);
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   thread_totals sum = {0};
   for (long i = 0; i < threads; i++) {
     sum.mallocs += totals[i].mallocs, sum.frees += totals[i].frees;

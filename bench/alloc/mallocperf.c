@@ -26,35 +26,24 @@ static const wl_program program = {
     "objects in a table of slots; no sharing, same work per thread.",
     "ops", options, sizeof options / sizeof options[0]};
 
-typedef struct slot {
-  void *object;
-  uint32_t size;
-  uint64_t tag;
-} slot;
-
 typedef struct thread_totals {
   uint64_t mallocs, frees;
 } thread_totals;
 
 static void worker(int index, void *arg) {
   thread_totals *totals = &((thread_totals *)arg)[index];
-  slot *table = calloc((size_t)slots, sizeof *table);
-  if (!table) exit(1);
+  wl_slot *table = wl_calloc((size_t)slots, sizeof *table);
   bench_rng rng;
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
   uint64_t counter = 0;
   for (long i = 0; i < ops; i++) {
-    slot *s = &table[bench_rng_below(&rng, (uint64_t)slots)];
+    wl_slot *s = &table[bench_rng_below(&rng, (uint64_t)slots)];
     if (s->object) {
-      wl_check("object before free", s->object, s->size, s->tag);
-      free(s->object);
-      s->object = NULL;
+      wl_slot_release(s);
       totals->frees++;
     } else {
-      s->size = (uint32_t)wl_size_between(&rng, min_size, max_size);
-      s->tag = wl_tag((uint64_t)index + 1, counter++);
-      s->object = wl_malloc(s->size);
-      wl_stamp(s->object, s->size, s->tag);
+      size_t size = wl_size_between(&rng, min_size, max_size);
+      wl_slot_fill(s, size, wl_tag((uint64_t)index + 1, counter++));
       totals->mallocs++;
     }
   }
@@ -74,13 +63,9 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!totals) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start;
+  wl_check_size_range(min_size, max_size);
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   thread_totals sum = {0, 0};
   for (long t = 0; t < threads; t++) {
     sum.mallocs += totals[t].mallocs;

@@ -31,18 +31,12 @@ static const wl_program program = {
     "(malloc / free / realloc, sizes 8 B .. 128 KiB), and objects swapped between threads.",
     "steps", options, sizeof options / sizeof options[0]};
 
-typedef struct slot {
-  void *object;
-  size_t size;
-  uint64_t tag;
-} slot;
-
 typedef struct thread_totals {
   uint64_t mallocs, frees, reallocs, swapped;
 } thread_totals;
 
 static pthread_mutex_t exchange_lock = PTHREAD_MUTEX_INITIALIZER;
-static slot *exchange; /* threads * (slots / 8) entries, empty or full */
+static wl_slot *exchange; /* threads * (slots / 8) entries, empty or full */
 static long exchange_size;
 
 static size_t random_size(bench_rng *rng) {
@@ -52,36 +46,13 @@ static size_t random_size(bench_rng *rng) {
   return 4097 + bench_rng_below(rng, 128 * 1024 - 4096);
 }
 
-static void fill(slot *s, size_t size, uint64_t tag) {
-  s->object = wl_malloc(size);
-  s->size = size;
-  s->tag = tag;
-  wl_stamp(s->object, size, tag);
-}
-
-static void release(slot *s) {
-  wl_check("object before free", s->object, s->size, s->tag);
-  free(s->object);
-  s->object = NULL;
-}
-
-/* realloc keeps the prefix: check it, then stamp the new object with a new tag. */
-static void resize(slot *s, size_t size, uint64_t tag) {
-  size_t kept = size < s->size ? size : s->size;
-  s->object = wl_realloc(s->object, size);
-  wl_check("prefix kept by realloc", s->object, kept, s->tag);
-  s->size = size;
-  s->tag = tag;
-  wl_stamp(s->object, size, tag);
-}
-
 /* Swaps `count` random slots of the thread's `n` with random entries of the exchange. */
-static void swap_with_exchange(bench_rng *rng, slot *mine, long n, long count) {
+static void swap_with_exchange(bench_rng *rng, wl_slot *mine, long n, long count) {
   pthread_mutex_lock(&exchange_lock);
   for (long k = 0; k < count; k++) {
-    slot *a = &mine[bench_rng_below(rng, (uint64_t)n)];
-    slot *b = &exchange[bench_rng_below(rng, (uint64_t)exchange_size)];
-    slot t = *a;
+    wl_slot *a = &mine[bench_rng_below(rng, (uint64_t)n)];
+    wl_slot *b = &exchange[bench_rng_below(rng, (uint64_t)exchange_size)];
+    wl_slot t = *a;
     *a = *b;
     *b = t;
   }
@@ -94,30 +65,30 @@ static void worker(int index, void *arg) {
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
   uint64_t stream = (uint64_t)index + 1, counter = 0;
   long nlong = slots * longlived / 100, nshort = slots - nlong;
-  slot *lived = calloc((size_t)(nlong ? nlong : 1), sizeof *lived);
-  slot *churn = calloc((size_t)nshort, sizeof *churn);
-  if (!lived || !churn) exit(1);
-  for (long i = 0; i < nlong; i++) fill(&lived[i], random_size(&rng), wl_tag(stream, counter++));
+  wl_slot *lived = wl_calloc((size_t)nlong, sizeof *lived);
+  wl_slot *churn = wl_calloc((size_t)nshort, sizeof *churn);
+  for (long i = 0; i < nlong; i++)
+    wl_slot_fill(&lived[i], random_size(&rng), wl_tag(stream, counter++));
   for (long i = 0; i < steps; i++) {
-    slot *s = &churn[bench_rng_below(&rng, (uint64_t)nshort)];
+    wl_slot *s = &churn[bench_rng_below(&rng, (uint64_t)nshort)];
     if (!s->object) {
-      fill(s, random_size(&rng), wl_tag(stream, counter++));
+      wl_slot_fill(s, random_size(&rng), wl_tag(stream, counter++));
       totals->mallocs++;
     } else if (bench_rng_below(&rng, 100) < 60) {
-      release(s);
+      wl_slot_release(s);
       totals->frees++;
     } else {
-      resize(s, random_size(&rng), wl_tag(stream, counter++));
+      wl_slot_resize(s, random_size(&rng), wl_tag(stream, counter++));
       totals->reallocs++;
     }
     if (nlong && (i & 1023) == 1023) { /* a long-lived object grows, up to 256 KiB */
-      slot *l = &lived[bench_rng_below(&rng, (uint64_t)nlong)];
+      wl_slot *l = &lived[bench_rng_below(&rng, (uint64_t)nlong)];
       size_t grown = l->size + l->size / 2 + 16;
       if (grown > 256 * 1024) {
-        release(l);
-        fill(l, random_size(&rng), wl_tag(stream, counter++));
+        wl_slot_release(l);
+        wl_slot_fill(l, random_size(&rng), wl_tag(stream, counter++));
       } else {
-        resize(l, grown, wl_tag(stream, counter++));
+        wl_slot_resize(l, grown, wl_tag(stream, counter++));
       }
       totals->reallocs++;
     }
@@ -127,8 +98,8 @@ static void worker(int index, void *arg) {
     }
   }
   for (long i = 0; i < nshort; i++)
-    if (churn[i].object) release(&churn[i]);
-  for (long i = 0; i < nlong; i++) release(&lived[i]);
+    if (churn[i].object) wl_slot_release(&churn[i]);
+  for (long i = 0; i < nlong; i++) wl_slot_release(&lived[i]);
   free(churn);
   free(lived);
 }
@@ -144,14 +115,11 @@ static void extra(bench_json *j, void *ctx) {
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
   exchange_size = threads * (slots / 8);
-  exchange = calloc((size_t)exchange_size, sizeof *exchange);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!exchange || !totals) exit(1);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start;
+  exchange = wl_calloc((size_t)exchange_size, sizeof *exchange);
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   for (long i = 0; i < exchange_size; i++) /* objects left in the exchange area */
-    if (exchange[i].object) release(&exchange[i]);
+    if (exchange[i].object) wl_slot_release(&exchange[i]);
   free(exchange);
   thread_totals sum = {0, 0, 0, 0};
   for (long t = 0; t < threads; t++) {

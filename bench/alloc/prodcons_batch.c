@@ -142,14 +142,11 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
+  wl_check_size_range(min_size, max_size);
   producers = threads == 1 ? 1 : (threads + 1) / 2;
   consumers = threads == 1 ? 1 : threads / 2;
   ring = wl_malloc((size_t)depth * sizeof *ring);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, NULL);
-  double time_s = bench_now() - start;
+  double time_s = wl_run_threads(&program, worker, NULL);
   free(ring);
   uint64_t expected = (uint64_t)producers * (uint64_t)batches * (uint64_t)batch;
   bool valid = objects_consumed == expected && ring_count == 0;

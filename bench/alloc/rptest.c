@@ -132,8 +132,7 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
+  wl_check_size_range(min_size, max_size);
   inboxes = aligned_alloc(64, (size_t)threads * sizeof *inboxes);
   if (!inboxes) exit(1);
   for (long i = 0; i < threads; i++) {
@@ -142,9 +141,7 @@ int main(int argc, char **argv) {
     atomic_init(&inboxes[i].sender_done, false);
     inboxes[i].objects_freed = inboxes[i].batches_freed = inboxes[i].waits = 0;
   }
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, NULL);
-  double time_s = bench_now() - start;
+  double time_s = wl_run_threads(&program, worker, NULL);
   totals t = {0};
   bool valid = true;
   for (long i = 0; i < threads; i++) {

@@ -111,8 +111,7 @@ static void worker(int index, void *arg) {
   bench_rng rng;
   bench_rng_seed(&rng, (uint64_t)seed, (uint64_t)index);
   uint64_t stream = (uint64_t)index + 1, counter = 0;
-  builder *slots = calloc((size_t)builders, sizeof *slots);
-  if (!slots) exit(1);
+  builder *slots = wl_calloc((size_t)builders, sizeof *slots);
   for (long i = 0; i < builders; i++) start(&slots[i], &rng, wl_tag(stream, counter++));
   for (long i = 0; i < appends; i++) {
     builder *b = &slots[bench_rng_below(&rng, (uint64_t)builders)];
@@ -139,13 +138,10 @@ static void extra(bench_json *j, void *ctx) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_len > max_len) bench_usage_error("--min %ld is larger than --max %ld", min_len, max_len);
+  wl_check_size_range(min_len, max_len);
   for (size_t i = 0; i < sizeof pattern; i++) pattern[i] = (char)('!' + (i % PERIOD) * 93 / PERIOD);
-  thread_totals *totals = calloc((size_t)threads, sizeof *totals);
-  if (!totals) exit(1);
-  double start_s = bench_now();
-  bench_run_threads((int)threads, worker, totals);
-  double time_s = bench_now() - start_s;
+  double time_s;
+  thread_totals *totals = wl_run_counting(&program, sizeof *totals, worker, &time_s);
   thread_totals sum = {0};
   for (long i = 0; i < threads; i++) {
     sum.appends += totals[i].appends, sum.reallocs += totals[i].reallocs;

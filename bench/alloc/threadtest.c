@@ -45,9 +45,7 @@ static void worker(int index, void *arg) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, NULL);
-  double time_s = bench_now() - start;
+  double time_s = wl_run_threads(&program, worker, NULL);
   /* ops: mallocs plus frees */
   return wl_report(&program, time_s, 2ULL * (uint64_t)rounds * (uint64_t)objects, NULL, NULL, true);
 }

@@ -50,6 +50,25 @@ long wl_threads(const wl_program *prog) {
   return t ? *t : 1;
 }
 
+void wl_check_size_range(long min, long max) {
+  if (min > max) bench_usage_error("--min %ld is larger than --max %ld", min, max);
+}
+
+/* ---- Running the workers ---- */
+
+double wl_run_threads(const wl_program *prog, bench_thread_fn fn, void *arg) {
+  double start = bench_now();
+  bench_run_threads((int)wl_threads(prog), fn, arg);
+  return bench_now() - start;
+}
+
+void *wl_run_counting(const wl_program *prog, size_t entry_size, bench_thread_fn fn,
+                      double *time_s) {
+  void *entries = wl_calloc((size_t)wl_threads(prog), entry_size);
+  *time_s = wl_run_threads(prog, fn, entries);
+  return entries;
+}
+
 /* ---- Stamps ---- */
 
 static uint64_t mix64(uint64_t z) {
@@ -100,6 +119,28 @@ bool wl_check(const char *what, const void *object, size_t size, uint64_t tag) {
   return false;
 }
 
+void wl_slot_fill(wl_slot *slot, size_t size, uint64_t tag) {
+  slot->object = wl_malloc(size);
+  slot->size = size;
+  slot->tag = tag;
+  wl_stamp(slot->object, size, tag);
+}
+
+void wl_slot_release(wl_slot *slot) {
+  wl_check("object before free", slot->object, slot->size, slot->tag);
+  free(slot->object);
+  slot->object = NULL;
+}
+
+void wl_slot_resize(wl_slot *slot, size_t size, uint64_t tag) {
+  size_t kept = size < slot->size ? size : slot->size;
+  slot->object = wl_realloc(slot->object, size);
+  wl_check("prefix kept by realloc", slot->object, kept, slot->tag);
+  slot->size = size;
+  slot->tag = tag;
+  wl_stamp(slot->object, size, tag);
+}
+
 void *wl_malloc(size_t size) {
   void *p = malloc(size);
   if (!p) {
@@ -113,6 +154,15 @@ void *wl_realloc(void *object, size_t size) {
   void *p = realloc(object, size);
   if (!p) {
     fprintf(stderr, "realloc(%zu) failed\n", size);
+    exit(1);
+  }
+  return p;
+}
+
+void *wl_calloc(size_t count, size_t size) {
+  void *p = calloc(count ? count : 1, size);
+  if (!p) {
+    fprintf(stderr, "calloc(%zu, %zu) failed\n", count, size);
     exit(1);
   }
   return p;
@@ -161,4 +211,9 @@ int wl_report(const wl_program *prog, double time_s, uint64_t ops, wl_extra_fn e
           bench_allocator_name(), wl_threads(prog), time_s, (unsigned long long)ops,
           time_s > 0 ? (double)ops / time_s : 0.0, valid ? "" : ", NOT VALID");
   return valid ? 0 : 1;
+}
+
+void wl_extra_uint(bench_json *j, void *ctx) {
+  const wl_uint_member *member = ctx;
+  bench_json_uint(j, member->name, member->value);
 }

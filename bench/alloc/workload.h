@@ -1,6 +1,7 @@
 /* What the allocator workload programs share: a table of integer options (one source for
- * parsing, --help and the "params" JSON member), the object stamps that let every workload
- * check its own data, and the one-JSON-object report of DESIGN.md.
+ * parsing, --help and the "params" JSON member), the timed run of the worker threads, the
+ * object stamps that let every workload check its own data, and the one-JSON-object report
+ * of DESIGN.md.
  *
  * These programs link only bench_common, never libtxalloc: they must measure whatever
  * malloc LD_PRELOAD puts under them (glibc, jemalloc, tcmalloc, tbbmalloc, mimalloc,
@@ -40,6 +41,21 @@ typedef struct wl_program {
  * value (without txalloc in the process those variables change nothing). */
 void wl_parse(const wl_program *prog, int argc, char **argv);
 long wl_threads(const wl_program *prog);
+/* The check of every workload with --min and --max size options: min > max prints
+ * "--min A is larger than --max B" and exits 2. */
+void wl_check_size_range(long min, long max);
+
+/* ---- Running the workers ----
+ * wl_run_threads runs fn(index, arg) on the program's `threads` threads, started together
+ * (bench_run_threads), and returns the wall-clock seconds from before the start to after
+ * the join: what every workload reports as time_s. (bench_run_threads' own result, the
+ * CPU time of the run, is not what these programs report.) */
+double wl_run_threads(const wl_program *prog, bench_thread_fn fn, void *arg);
+/* For workers that count into an entry of their own: allocates a zeroed array of one
+ * `entry_size`-byte entry per thread, runs fn(index, array) as wl_run_threads does, stores
+ * its wall-clock seconds in *time_s and returns the array (the caller frees it). */
+void *wl_run_counting(const wl_program *prog, size_t entry_size, bench_thread_fn fn,
+                      double *time_s);
 
 /* ---- Object stamps ----
  * A stamp writes a word derived from `tag` at every 64-byte step of the object (so every
@@ -57,9 +73,25 @@ uint64_t wl_tag(uint64_t stream, uint64_t counter);
 /* wl_verify, and wl_corrupt when it fails; returns the verdict. */
 bool wl_check(const char *what, const void *object, size_t size, uint64_t tag);
 
+/* A place for one stamped object of the workload's own, or none (object NULL). */
+typedef struct wl_slot {
+  void *object;
+  size_t size;
+  uint64_t tag;
+} wl_slot;
+/* Mallocs `size` bytes into the empty slot and stamps them with `tag`. */
+void wl_slot_fill(wl_slot *slot, size_t size, uint64_t tag);
+/* Checks the slot's object ("object before free"), frees it and empties the slot. */
+void wl_slot_release(wl_slot *slot);
+/* Reallocs the slot's object to `size` bytes, checks the prefix realloc kept and stamps
+ * the whole object anew with `tag`. */
+void wl_slot_resize(wl_slot *slot, size_t size, uint64_t tag);
+
 /* malloc/realloc that end the program (exit 1, message on stderr) on NULL. */
 void *wl_malloc(size_t size);
 void *wl_realloc(void *object, size_t size);
+/* calloc that ends the program the same way; count 0 still gives a freeable object. */
+void *wl_calloc(size_t count, size_t size);
 
 /* ---- Report ----
  * Writes the run's one JSON object to stdout: workload, params (every option but
@@ -70,6 +102,13 @@ void *wl_realloc(void *object, size_t size);
 typedef void (*wl_extra_fn)(bench_json *j, void *ctx);
 int wl_report(const wl_program *prog, double time_s, uint64_t ops, wl_extra_fn extra, void *ctx,
               bool valid);
+/* The extra of a workload that adds one unsigned member to "results": ctx is a
+ * wl_uint_member. */
+typedef struct wl_uint_member {
+  const char *name;
+  uint64_t value;
+} wl_uint_member;
+void wl_extra_uint(bench_json *j, void *ctx);
 
 /* Random size in [min, max]. */
 size_t wl_size_between(bench_rng *rng, long min, long max);

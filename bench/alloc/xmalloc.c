@@ -105,20 +105,17 @@ static void worker(int index, void *arg) {
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
-  if (min_size > max_size)
-    bench_usage_error("--min %ld is larger than --max %ld", min_size, max_size);
+  wl_check_size_range(min_size, max_size);
   queues = aligned_alloc(64, (size_t)threads * sizeof *queues);
-  worker_state *states = calloc((size_t)threads, sizeof *states);
-  if (!queues || !states) exit(1);
+  if (!queues) exit(1);
   for (long t = 0; t < threads; t++) {
     atomic_init(&queues[t].head, 0);
     atomic_init(&queues[t].tail, 0);
     queues[t].capacity = (unsigned long)queue;
     queues[t].items = wl_malloc((size_t)queue * sizeof(item));
   }
-  double start = bench_now();
-  bench_run_threads((int)threads, worker, states);
-  double time_s = bench_now() - start;
+  double time_s;
+  worker_state *states = wl_run_counting(&program, sizeof *states, worker, &time_s);
   bool valid = true;
   for (long t = 0; t < threads; t++) {
     valid &= states[t].consumed == (uint64_t)objects;
