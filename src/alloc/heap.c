@@ -199,13 +199,29 @@ static void bin_remove(txa_bin *bn, txa_block *b) {
   bn->blocks--;
 }
 
-/* pre: ring lock held, b empty (used == 0 and nothing on its public list) and owned by h. */
-static void release_block_locked(txa_heap *h, txa_block *b) {
+/* pre: ring lock held, b empty (used == 0 and nothing on its public list) and owned by h.
+ * `keep`: the owner's own free emptied it, so a small block may stay in the heap's empty
+ * blocks while there is room; else it goes to the store. */
+static void release_block_locked(txa_heap *h, txa_block *b, bool keep) {
   TXALLOC_ASSERT(atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
   bin_remove(&h->bins[b->class_id], b);
   atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
   atomic_fetch_sub_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
+  if (keep && b->span_kind == TXA_KIND_SMALL && h->empty_count < TXA_HEAP_EMPTY_BLOCKS) {
+    b->capacity = 0; /* frees into an empty block are invalid, as in the store */
+    h->empty_blocks[h->empty_count++] = b;
+    atomic_fetch_add_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
+    return;
+  }
   txa_store_push_empty(b);
+}
+
+/* Hands the heap's empty blocks to the store (thread exit, collect). pre: ring lock held. */
+static void flush_empty_blocks(txa_heap *h) {
+  while (h->empty_count) {
+    atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
+    txa_store_push_empty(h->empty_blocks[--h->empty_count]);
+  }
 }
 
 /* ---- Release of blocks that other threads' frees emptied ----
@@ -241,7 +257,7 @@ static void release_if_empty(txa_heap *h, txa_block *b) {
     return;
   txa_used_set(b, 0);
   TXA_GCOUNT(blocks_released_remote, 1);
-  release_block_locked(h, b);
+  release_block_locked(h, b, false);
 }
 
 /* pre: ring lock held. */
@@ -297,7 +313,7 @@ void txa_heap_offer_release(txa_block *b) {
 void txa_heap_release_block(txa_heap *h, txa_block *b) {
   ring_lock(h);
   /* Only the owner frees its live objects, and the block has none: still empty. */
-  release_block_locked(h, b);
+  release_block_locked(h, b, true);
   ring_unlock(h);
 }
 
@@ -316,12 +332,18 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
     bin_insert(bn, b);
     if (txa_used(b) < b->capacity) return b;
   }
-  /* Taking a block is also the moment to age the empty ones, so that a thread that stopped
-   * freeing still gets the memory of earlier frees decommitted. */
-  txa_store_maybe_purge();
   unsigned kind = txa_classes[c].span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
   bool zero = false;
-  txa_block *b = txa_store_pop_empty_zeroed(kind, &zero);
+  txa_block *b = NULL;
+  if (kind == TXA_KIND_SMALL && h->empty_count) {
+    b = h->empty_blocks[--h->empty_count];
+    atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
+  } else {
+    /* Taking a block from the store is also the moment to age the empty ones, so that a
+     * thread that stopped freeing still gets the memory of earlier frees decommitted. */
+    txa_store_maybe_purge();
+    b = txa_store_pop_empty_zeroed(kind, &zero);
+  }
   if (!b) {
     b = txa_region_fresh_block(kind);
     if (!b) return NULL;
@@ -467,6 +489,7 @@ void txa_heap_abandon(txa_heap *h) {
     }
   }
   atomic_fetch_sub_explicit(&txa_blocks_in_use, released, memory_order_relaxed);
+  flush_empty_blocks(h);
   heap_reset(h);
   ring_unlock(h);
   if (txa_tls_heap == h) txa_tls_heap = NULL;
@@ -498,10 +521,11 @@ void txa_heap_trim(txa_heap *h) {
     for (uint32_t i = 0; b && i < n; i++) {
       txa_block *next = b->next;
       txa_block_repatriate(b);
-      if (txa_used(b) == 0 && b != bn->current) release_block_locked(h, b);
+      if (txa_used(b) == 0 && b != bn->current) release_block_locked(h, b, false);
       b = next;
     }
   }
+  flush_empty_blocks(h);
   ring_unlock(h);
 }
 

@@ -263,6 +263,8 @@ typedef struct txa_lock {
 /* Blocks that other threads' frees emptied, offered to their owner's heap for release
  * (heap.c); more at once set release_scan instead. */
 #define TXA_RELEASE_SLOTS 16
+/* Empty small blocks a heap keeps for itself: 64 x 16 KiB = 1 MiB at most per thread. */
+#define TXA_HEAP_EMPTY_BLOCKS 64
 
 typedef struct txa_class_counters {
   uint64_t allocs, frees, remote_frees;
@@ -285,6 +287,11 @@ struct txa_heap {
   _Atomic(uint32_t) release_pending; /* a slot or release_scan was set since the last drain */
   _Atomic(uint32_t) release_scan;    /* the slots overflowed: inspect every block */
   _Atomic(txa_block *) release_slots[TXA_RELEASE_SLOTS];
+  /* Small blocks this heap's own frees emptied, kept for its next refill (under ring_lock;
+   * owner NULL, capacity 0, counted as in the store): reused on the core that last wrote
+   * them instead of passing through the global store to another thread (heap.c). */
+  uint32_t empty_count;
+  txa_block *empty_blocks[TXA_HEAP_EMPTY_BLOCKS];
 };
 
 extern txa_block txa_empty_block; /* sentinel: no free object, no bump space */
