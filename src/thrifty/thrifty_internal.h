@@ -4,7 +4,8 @@
  *   heap    the one region mapped at the first use (thrifty_heap.c); its free blocks, outside
  *           every pool, are on the heap list, under the heap lock.
  *   pool    a thread's free blocks (thrifty_pool.c), on its own list, touched by that thread
- *           alone: no lock, no atomic operation.
+ *           alone: no lock, no atomic operation; with owner-returns other threads reach it
+ *           only through its return stack (thrifty_returns.c).
  *   block   a 16-byte-aligned span of the heap: a header and, when allocated, the object.
  *
  * A list (thrifty_list.c) is address ordered and first fit. Coalescing uses the order

@@ -66,11 +66,10 @@ static size_t put_chain(thrifty_list *into, thrifty_span *s) {
 }
 
 size_t thrifty_returns_drain(uint32_t slot, thrifty_list *into) {
-  return put_chain(into, atomic_exchange_explicit(&records[slot].top, RETURNS_EMPTY,
-                                                  memory_order_acquire));
+  return put_chain(
+      into, atomic_exchange_explicit(&records[slot].top, RETURNS_EMPTY, memory_order_acquire));
 }
 
 size_t thrifty_returns_close(uint32_t slot, thrifty_list *into) {
-  return put_chain(into,
-                   atomic_exchange_explicit(&records[slot].top, NULL, memory_order_acquire));
+  return put_chain(into, atomic_exchange_explicit(&records[slot].top, NULL, memory_order_acquire));
 }
