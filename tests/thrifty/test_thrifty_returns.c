@@ -229,7 +229,8 @@ static void test_producers_consumers(void) {
     CHECK(s.owner_returns > s0.owner_returns);
   else
     CHECK(s.owner_returns == s0.owner_returns);
-  fprintf(stderr, "%s: %ld objects, %ld failed, refills %llu, owner returns %llu, retired pools %llu\n",
+  fprintf(stderr,
+          "%s: %ld objects, %ld failed, refills %llu, owner returns %llu, retired pools %llu\n",
           owner_variant ? "owner" : "freer", atomic_load(&consumed), atomic_load(&failed),
           (unsigned long long)(s.refills - s0.refills),
           (unsigned long long)(s.owner_returns - s0.owner_returns),
