@@ -3,7 +3,9 @@
  * first use; each thread allocates first fit from a private pool carved from it
  * (TXALLOC_THRIFTY_POOL_KB at first), and a pool that cannot serve a request is refilled
  * from the heap: the rest of the pool goes back, and a new pool of max(pool size,
- * 2 x request) comes out. A free puts the object into the freeing thread's pool.
+ * 2 x request) comes out. A free puts the object into the freeing thread's pool, or with
+ * TXALLOC_THRIFTY_RETURN=owner back into the pool that served it (a lock-free stack its
+ * owner drains on its next allocation).
  *
  * Transactions use it through txmem (TXALLOC_TXMEM=thrifty): a pool that runs dry inside a
  * transaction aborts it (cause alloc_refill), the runtime refills the pool outside it and
@@ -44,14 +46,21 @@ TXALLOC_API void thrifty_thread_exit(void);
   X(pool_fills, "first pools carved for threads")                                                  \
   X(refills, "pools refilled from the heap (the rest went back)")                                  \
   X(refill_failures, "refills the heap could not serve (the request failed with ENOMEM)")          \
-  X(enomem, "allocations that failed with ENOMEM")
+  X(enomem, "allocations that failed with ENOMEM")                                                 \
+  X(owner_returns, "remote frees pushed back to the pool that served them (owner variant)")        \
+  X(retired_pools, "pools given back to the heap at their thread's exit")                          \
+  X(retired_free_bytes, "sum over retired pools of their free bytes at retirement")                \
+  X(retired_extents, "sum over retired pools of their free blocks at retirement")                  \
+  X(retired_largest_bytes, "sum over retired pools of their largest free block at retirement")
 #define THRIFTY_STATS_GAUGES(X)                                                                    \
   X(heap_bytes, "size of the heap")                                                                \
   X(heap_free_bytes, "bytes free in the heap, outside every pool")                                 \
   X(pool_bytes, "bytes free in the threads' pools")                                                \
   X(allocated_bytes, "pressure: bytes of objects allocated and not freed")                         \
   X(allocated_peak, "highest pressure so far (or since thrifty_stats_reset_peak)")                 \
-  X(allocated_objects, "objects allocated and not freed")
+  X(allocated_objects, "objects allocated and not freed")                                          \
+  X(held_bytes, "bytes out of the heap: pools and objects (heap_bytes - heap_free_bytes)")         \
+  X(held_peak, "highest held_bytes so far (or since thrifty_stats_reset_peak)")
 
 typedef struct thrifty_stats {
 #define THRIFTY_STATS_FIELD_(name, doc) uint64_t name;
@@ -60,8 +69,18 @@ typedef struct thrifty_stats {
 #undef THRIFTY_STATS_FIELD_
 } thrifty_stats;
 TXALLOC_API void thrifty_stats_get(thrifty_stats *out);
-/* The peak starts again from the present pressure (a benchmark's measured phase). */
+/* allocated_peak and held_peak start again from the present values (a benchmark's measured
+ * phase). */
 TXALLOC_API void thrifty_stats_reset_peak(void);
+
+/* The calling thread's pool, after its pending returns are drained: what a retired pool
+ * adds to the retired_* counters. */
+typedef struct thrifty_pool_shape {
+  uint64_t free_bytes; /* bytes free in the pool */
+  uint64_t extents;    /* its free blocks (address-disjoint, never touching) */
+  uint64_t largest;    /* its largest free block's bytes */
+} thrifty_pool_shape;
+TXALLOC_API void thrifty_pool_shape_get(thrifty_pool_shape *out);
 /* One JSON object (no newline) of every counter and gauge; never allocates. */
 TXALLOC_API void thrifty_stats_print_json(int fd);
 

@@ -15,6 +15,7 @@ static thrifty_list heap_list; /* under heap_lock */
 static char *heap_base;
 static size_t heap_size;
 static _Atomic size_t heap_free; /* heap_list.free_bytes, for readers without the lock */
+static _Atomic size_t held_peak; /* written under heap_lock, or by the reset */
 static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
 
 /* fork: the child's heap lock must not be held by a thread that does not exist there. The
@@ -54,6 +55,9 @@ void thrifty_heap_exchange(thrifty_list *give, thrifty_list *into, size_t want, 
   else
     *got = 0;
   atomic_store_explicit(&heap_free, heap_list.free_bytes, memory_order_relaxed);
+  size_t held = heap_size - heap_list.free_bytes;
+  if (held > atomic_load_explicit(&held_peak, memory_order_relaxed))
+    atomic_store_explicit(&held_peak, held, memory_order_relaxed);
   pthread_mutex_unlock(&heap_lock);
 }
 
@@ -68,4 +72,14 @@ size_t thrifty_heap_free_bytes(void) {
 bool thrifty_heap_contains(const void *p) {
   char *base = __atomic_load_n(&heap_base, __ATOMIC_ACQUIRE);
   return base && (const char *)p >= base && (const char *)p < base + heap_size;
+}
+
+size_t thrifty_heap_held_peak(void) {
+  return atomic_load_explicit(&held_peak, memory_order_relaxed);
+}
+
+void thrifty_heap_reset_held_peak(void) {
+  pthread_mutex_lock(&heap_lock);
+  atomic_store_explicit(&held_peak, heap_size - heap_list.free_bytes, memory_order_relaxed);
+  pthread_mutex_unlock(&heap_lock);
 }

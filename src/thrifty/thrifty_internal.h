@@ -4,7 +4,8 @@
  *   heap    the one region mapped at the first use (thrifty_heap.c); its free blocks, outside
  *           every pool, are on the heap list, under the heap lock.
  *   pool    a thread's free blocks (thrifty_pool.c), on its own list, touched by that thread
- *           alone: no lock, no atomic operation.
+ *           alone: no lock, no atomic operation; with owner-returns other threads reach it
+ *           only through its return stack (thrifty_returns.c).
  *   block   a 16-byte-aligned span of the heap: a header and, when allocated, the object.
  *
  * A list (thrifty_list.c) is address ordered and first fit. Coalescing uses the order
@@ -35,7 +36,8 @@
 /* An allocated block. */
 typedef struct thrifty_header {
   uint64_t size;  /* the block's bytes, header included */
-  uint32_t pool;  /* id of the pool that served it (remote frees are counted by it) */
+  uint32_t pool;  /* id of the pool that served it: a serial number times THRIFTY_RECORDS
+                   * plus its return slot (thrifty_pool.c) */
   uint32_t magic; /* THRIFTY_MAGIC */
 } thrifty_header;
 
@@ -68,6 +70,8 @@ void thrifty_list_put(thrifty_list *l, void *block, size_t size);
 void thrifty_list_move_all(thrifty_list *to, thrifty_list *from);
 /* The largest free block's bytes. */
 size_t thrifty_list_largest(const thrifty_list *l);
+/* The list's free blocks. */
+size_t thrifty_list_count(const thrifty_list *l);
 
 /* thrifty_heap.c. The heap exists after thrifty_heap_init (once; false when it could not be
  * mapped: every allocation then fails). Exchange: under the heap lock, the blocks of
@@ -79,6 +83,23 @@ void thrifty_heap_exchange(thrifty_list *give, thrifty_list *into, size_t want, 
 size_t thrifty_heap_size(void);
 size_t thrifty_heap_free_bytes(void);
 bool thrifty_heap_contains(const void *p);
+/* The highest heap_size - heap free seen by an exchange (pools and objects together: that
+ * sum changes only at an exchange, so the peak is exact), and its restart from now. */
+size_t thrifty_heap_held_peak(void);
+void thrifty_heap_reset_held_peak(void);
+
+/* thrifty_returns.c: the owner-returns variant's per-pool return stacks, in a table of
+ * THRIFTY_RECORDS slots (slot 0 is none: a pool that found no free slot keeps the paper's
+ * freer-returns). claim: a free slot, opened (0 when none). push: any thread, lock-free;
+ * false when the slot is closed (the freer keeps the block). pending/drain: the owner; drain
+ * moves the pending blocks onto `into`. close: the owner, once; a later push fails, and the
+ * blocks pending until then go onto `into`. drain and close return the blocks moved. */
+#define THRIFTY_RECORDS 1024u
+uint32_t thrifty_returns_claim(void);
+bool thrifty_returns_push(uint32_t slot, void *block, size_t size);
+bool thrifty_returns_pending(uint32_t slot);
+size_t thrifty_returns_drain(uint32_t slot, thrifty_list *into);
+size_t thrifty_returns_close(uint32_t slot, thrifty_list *into);
 
 /* thrifty_stats.c: counters, and the pressure (a relaxed atomic add per allocation and
  * free, so that the peak of the sum over threads is exact). */

@@ -65,3 +65,9 @@ size_t thrifty_list_largest(const thrifty_list *l) {
     if (f->size > m) m = f->size;
   return m;
 }
+
+size_t thrifty_list_count(const thrifty_list *l) {
+  size_t n = 0;
+  for (const thrifty_span *f = l->head; f; f = f->next) n++;
+  return n;
+}

@@ -4,7 +4,10 @@
  * max(pool size, 2 x request) comes out. A thread's first allocation carves its first
  * pool; its exit gives the pool back. A free puts the block in the freeing thread's pool,
  * as in the paper: no synchronisation, at the price that a thread that frees more than it
- * allocates gathers free memory (docs/thrifty.md measures it). */
+ * allocates gathers free memory. With TXALLOC_THRIFTY_RETURN=owner a remote free pushes
+ * the block onto the return stack of the pool that served it (thrifty_returns.c), which
+ * its owner drains into its list on its next allocation or refill, and at its exit
+ * (docs/thrifty.md compares the two). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,15 +19,19 @@
 
 typedef struct thrifty_pool {
   thrifty_list list;
-  size_t size; /* bytes of the pool when it was last filled (the refill's "current size") */
-  uint32_t id; /* from 1; 0: not set up */
+  size_t size;   /* bytes of the pool when it was last filled (the refill's "current size") */
+  uint32_t id;   /* serial * THRIFTY_RECORDS + slot, never 0; 0: not set up */
+  uint32_t slot; /* its return stack (owner variant); 0: none */
 } thrifty_pool;
+
+enum { RETURN_FREER, RETURN_OWNER };
 
 static __thread thrifty_pool my_pool __attribute__((tls_model("initial-exec")));
 static _Atomic uint32_t pool_ids;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static size_t first_pool_size;
+static int return_to; /* RETURN_FREER or RETURN_OWNER, read once */
 
 static void exit_destructor(void *arg) {
   (void)arg;
@@ -36,6 +43,7 @@ static void exit_key_create(void) {
   first_pool_size = bytes ? bytes : (size_t)txalloc_opt(TXALLOC_OPT_THRIFTY_POOL_KB) << 10;
   first_pool_size = (first_pool_size + THRIFTY_ALIGN - 1) & ~(THRIFTY_ALIGN - 1);
   if (first_pool_size < THRIFTY_MIN_BLOCK) first_pool_size = THRIFTY_MIN_BLOCK;
+  return_to = (int)txalloc_opt(TXALLOC_OPT_THRIFTY_RETURN);
   if (pthread_key_create(&exit_key, exit_destructor) != 0)
     txalloc_message("thrifty: no thread-exit key; threads must call thrifty_thread_exit");
 }
@@ -44,7 +52,11 @@ static void exit_key_create(void) {
 static __attribute__((noinline)) bool pool_setup(thrifty_pool *p) {
   if (!thrifty_heap_init()) return false;
   pthread_once(&exit_key_once, exit_key_create);
-  p->id = atomic_fetch_add_explicit(&pool_ids, 1, memory_order_relaxed) + 1;
+  /* The serial wraps (only the remote_frees count could then miss a free); the slot
+   * (low bits) is what a remote free returns the block by. */
+  uint32_t serial = atomic_fetch_add_explicit(&pool_ids, 1, memory_order_relaxed);
+  p->slot = return_to == RETURN_OWNER ? thrifty_returns_claim() : 0;
+  p->id = (serial % (UINT32_MAX / THRIFTY_RECORDS) + 1) * THRIFTY_RECORDS + p->slot;
   p->size = 0;
   pthread_setspecific(exit_key, p);
   return true;
@@ -70,6 +82,7 @@ void *thrifty_pool_take(size_t size, bool *hopeless) {
     errno = ENOMEM;
     return NULL;
   }
+  if (p->slot && thrifty_returns_pending(p->slot)) thrifty_returns_drain(p->slot, &p->list);
   size_t got;
   void *block = thrifty_list_take(&p->list, need, &got);
   return block ? block_init(p, block, got) : NULL;
@@ -80,6 +93,7 @@ bool thrifty_pool_refill(size_t size, bool grow) {
   if (p->id == 0 && !pool_setup(p)) return false;
   size_t need = thrifty_block_size(size);
   if (need == 0) return false;
+  if (p->slot && thrifty_returns_pending(p->slot)) thrifty_returns_drain(p->slot, &p->list);
   bool first = p->size == 0;
   size_t want = first ? first_pool_size : p->size;
   if (grow) want *= 2;
@@ -123,10 +137,20 @@ void thrifty_free(void *ptr) {
   if (!ptr) return;
   thrifty_header *h = header_of(ptr);
   thrifty_pool *p = &my_pool;
-  if (__builtin_expect(p->id == 0, 0)) pool_setup(p); /* the heap exists: it cannot fail */
   size_t bytes = h->size;
-  if (h->pool != p->id) thrifty_count(THRIFTY_C_remote_frees, 1);
-  thrifty_pressure_sub(bytes);
+  if (h->pool != p->id) {
+    thrifty_count(THRIFTY_C_remote_frees, 1);
+    uint32_t slot = h->pool % THRIFTY_RECORDS;
+    /* The pressure drops first: once pushed, the block may be allocated again at once. */
+    thrifty_pressure_sub(bytes);
+    if (slot && thrifty_returns_push(slot, h, bytes)) {
+      thrifty_count(THRIFTY_C_owner_returns, 1);
+      return;
+    }
+  } else {
+    thrifty_pressure_sub(bytes);
+  }
+  if (__builtin_expect(p->id == 0, 0)) pool_setup(p); /* the heap exists: it cannot fail */
   thrifty_list_put(&p->list, h, bytes);
 }
 
@@ -136,12 +160,33 @@ size_t thrifty_usable_size(const void *ptr) {
 
 int thrifty_owns(const void *ptr) { return thrifty_heap_contains(ptr); }
 
+static void shape_of(const thrifty_list *l, thrifty_pool_shape *out) {
+  out->free_bytes = l->free_bytes;
+  out->extents = thrifty_list_count(l);
+  out->largest = thrifty_list_largest(l);
+}
+
+void thrifty_pool_shape_get(thrifty_pool_shape *out) {
+  thrifty_pool *p = &my_pool;
+  if (p->slot && thrifty_returns_pending(p->slot)) thrifty_returns_drain(p->slot, &p->list);
+  shape_of(&p->list, out);
+}
+
 void thrifty_thread_exit(void) {
   thrifty_pool *p = &my_pool;
   if (p->id == 0) return;
+  /* Closed first: a remote free from now on keeps its block, and none is left behind. */
+  if (p->slot) thrifty_returns_close(p->slot, &p->list);
+  thrifty_pool_shape shape;
+  shape_of(&p->list, &shape);
+  thrifty_count(THRIFTY_C_retired_pools, 1);
+  thrifty_count(THRIFTY_C_retired_free_bytes, shape.free_bytes);
+  thrifty_count(THRIFTY_C_retired_extents, shape.extents);
+  thrifty_count(THRIFTY_C_retired_largest_bytes, shape.largest);
   size_t got;
   thrifty_list none = {0};
   if (p->list.head) thrifty_heap_exchange(&p->list, &none, 0, 0, &got);
   p->id = 0;
+  p->slot = 0;
   p->size = 0;
 }

@@ -31,6 +31,7 @@ void thrifty_pressure_sub(size_t bytes) {
 void thrifty_stats_reset_peak(void) {
   atomic_store_explicit(&peak, atomic_load_explicit(&allocated, memory_order_relaxed),
                         memory_order_relaxed);
+  thrifty_heap_reset_held_peak();
 }
 
 void thrifty_stats_get(thrifty_stats *out) {
@@ -46,12 +47,14 @@ void thrifty_stats_get(thrifty_stats *out) {
   /* The three parts are read at different instants: clamp a momentary excess. */
   uint64_t used = out->heap_free_bytes + out->allocated_bytes;
   out->pool_bytes = out->heap_bytes > used ? out->heap_bytes - used : 0;
+  out->held_bytes = out->heap_bytes - out->heap_free_bytes;
+  out->held_peak = thrifty_heap_held_peak();
 }
 
 void thrifty_stats_print_json(int fd) {
   thrifty_stats s;
   thrifty_stats_get(&s);
-  char buf[1024];
+  char buf[2048];
   size_t n = 0;
   const char *sep = "{";
 #define THRIFTY_STATS_JSON_(name, doc)                                                             \
