@@ -59,7 +59,7 @@ int main(void) {
     CHECKF(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
            "the child should abort on the broken count (status %#x)", status);
     CHECKF(strstr(out, "txalloc: assertion failed: ") != NULL, "message: %s", out);
-    CHECKF(strstr(out, "alloc_direct.h:") != NULL && strstr(out, "b->used > 0") != NULL,
+    CHECKF(strstr(out, "alloc_direct.h:") != NULL && strstr(out, "txa_used(b) > 0") != NULL,
            "the message should name the file and the condition: %s", out);
   } else {
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
