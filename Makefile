@@ -21,7 +21,7 @@ VENV       ?= .venv
 PYTHON3    ?= python3
 VENV_STAMP  = $(VENV)/.installed
 
-.PHONY: all build test test-release test-tsan test-asan test-python venv study format format-check install clean
+.PHONY: all build test test-c test-release test-tsan test-asan test-python venv study format format-check install clean
 
 all: build
 	@$(MAKE) --no-print-directory venv || echo "make: $(VENV) could not be built (is PyPI reachable?); 'make study' needs it"
@@ -30,7 +30,18 @@ build:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: format-check test-release test-tsan test-asan test-python
+# `make test`: the format check and the Release build, then two lanes at once: the ctest runs
+# of the Release, TSan and ASan+UBSan builds one after another (each uses every core), and
+# the Python suite (one core; it reads only the Release build). The C lane prints as it
+# goes, the Python suite's output comes in one piece when it ends; either failing fails.
+test: format-check build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-c test-python
+
+# -Onone: the C lane's sub-makes print as they go (the outer make syncs only whole targets).
+test-c:
+	@$(MAKE) --no-print-directory -Onone test-release
+	@$(MAKE) --no-print-directory -Onone test-tsan
+	@$(MAKE) --no-print-directory -Onone test-asan
 
 test-release: build
 	$(CTEST) --test-dir $(BUILD)
