@@ -6,6 +6,9 @@ PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 # Sanitizer builds run the same tests with less work each (check_scale in tests/check.h).
+# Both skip the tests labelled `slow`; the TSan run also skips those labelled `nothreads`
+# (single-threaded: no race to find; the ASan+UBSan run has them). tests/CMakeLists.txt
+# describes the labels.
 SANITIZER_TEST_SCALE ?= 0.2
 
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS)
@@ -18,7 +21,7 @@ VENV       ?= .venv
 PYTHON3    ?= python3
 VENV_STAMP  = $(VENV)/.installed
 
-.PHONY: all build test test-release test-tsan test-asan test-python venv study format format-check install clean
+.PHONY: all build test test-c test-release test-tsan test-asan test-python venv study format format-check install clean
 
 all: build
 	@$(MAKE) --no-print-directory venv || echo "make: $(VENV) could not be built (is PyPI reachable?); 'make study' needs it"
@@ -27,7 +30,18 @@ build:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: format-check test-release test-tsan test-asan test-python
+# `make test`: the format check and the Release build, then two lanes at once: the ctest runs
+# of the Release, TSan and ASan+UBSan builds one after another (each uses every core), and
+# the Python suite (one core; it reads only the Release build). The C lane prints as it
+# goes, the Python suite's output comes in one piece when it ends; either failing fails.
+test: format-check build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-c test-python
+
+# -Onone: the C lane's sub-makes print as they go (the outer make syncs only whole targets).
+test-c:
+	@$(MAKE) --no-print-directory -Onone test-release
+	@$(MAKE) --no-print-directory -Onone test-tsan
+	@$(MAKE) --no-print-directory -Onone test-asan
 
 test-release: build
 	$(CTEST) --test-dir $(BUILD)
@@ -36,7 +50,7 @@ test-tsan:
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXALLOC_SANITIZE=thread $(CMAKE_ARGS)
 	cmake --build build-tsan -j $(JOBS)
 	TXALLOC_TEST_SCALE=$(SANITIZER_TEST_SCALE) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  $(CTEST) --test-dir build-tsan -LE slow
+	  $(CTEST) --test-dir build-tsan -LE 'slow|nothreads'
 
 test-asan:
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXALLOC_SANITIZE=address,undefined $(CMAKE_ARGS)

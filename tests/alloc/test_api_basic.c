@@ -1,3 +1,4 @@
+// labels: nothreads
 /* txalloc_malloc, txalloc_free and txalloc_usable_size on their own.
  *
  * Workload: every size from 0 to 4 KiB, then sizes around every power of two up to 16 MiB

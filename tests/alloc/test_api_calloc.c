@@ -1,3 +1,4 @@
+// labels: nothreads
 /* txalloc_calloc: zeroed memory, also when it reuses dirty objects and cached large
  * spans, and overflow detection.
  *

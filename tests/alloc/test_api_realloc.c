@@ -1,3 +1,4 @@
+// labels: nothreads
 /* txalloc_realloc and txalloc_reallocarray, glibc semantics.
  *
  * Workload: (1) a chain of reallocs growing one object from 1 B to 16 MiB in steps of

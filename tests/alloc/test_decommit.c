@@ -1,3 +1,4 @@
+// labels: nothreads
 /* Memory goes back to the OS without txalloc_collect(): the decommit threshold, and a
  * disabled large-object cache. Options are set through the environment before the
  * allocator's first call: decommit_threshold_mb=4, decommit_delay_ms=1 day (so only the

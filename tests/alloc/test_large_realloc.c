@@ -1,3 +1,4 @@
+// labels: nothreads
 /* realloc of large objects: in place within the mapping, growth of the mapping (mremap),
  * shrinking that gives the tail back, and the region map following every change.
  *

@@ -1,3 +1,4 @@
+// labels: nothreads
 /* The size classes as seen through the API (usable size): 16-byte steps at the bottom, at
  * most 12.5 % internal waste above 128 B (at most 15 B below), a monotonic mapping, and
  * a class of each power of two for aligned allocation, aligned to itself (McRT §3.1;

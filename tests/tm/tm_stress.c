@@ -16,7 +16,9 @@
  * Every 97th iteration a thread also calls tm_request_validation (all running transactions
  * revalidate). At the end: counters == threads * (their share of iterations), bank total unchanged,
  * nested_parent == number of nested parents that survive, nested child transfers balanced, stack
- * length == pushes - pops. Exit 0 when everything is exact, 1 otherwise. */
+ * length == pushes - pops. Exit 0 when everything is exact, 1 otherwise.
+ * --iters is multiplied by TXALLOC_TEST_SCALE (tests/check.h: the sanitizer runs of
+ * `make test` ask for less work), down to at least 1000 (or --iters, if less). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "txalloc/tm.h"
 
 #define ACCOUNTS 64
@@ -237,6 +240,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tm_stress: bad --threads or --iters\n");
     return 2;
   }
+  iters = (int)check_scaled(iters, iters < 1000 ? iters : 1000);
   flat_nesting = txalloc_option_value((size_t)txalloc_option_find("nesting")) == 1;
   for (int i = 0; i < ACCOUNTS; i++) shared.accounts[i] = START_BALANCE;
   pthread_t tid[256];

@@ -14,7 +14,8 @@ shape of DESIGN.md, "valid": true, and the options it was given echoed in the JS
     --expect KEY.KEY=V     check that the JSON holds V (a JSON literal, else a string) at
                            that path, e.g. tm.privatization=false (repeatable)
 --duration and --ops values are multiplied by TXALLOC_TEST_SCALE (sanitizer builds run
-shorter)."""
+shorter); so are --range and --initial values above 4096 and 2048 (the work of building the
+initial structure), never below those: small ranges are there to make conflicts frequent."""
 import itertools
 import json
 import os
@@ -24,6 +25,9 @@ import subprocess
 import sys
 
 TIMEOUT_S = 120
+# Size flags scaled like --duration, and the least value scaling leaves them (the initial
+# floor is half the range floor, so a scaled --initial never exceeds a scaled --range).
+SCALED_SIZE_FLOORS = {"--range": 4096, "--initial": 2048}
 
 
 def fail(message):
@@ -39,6 +43,9 @@ def scaled(args):
             out[i + 1] = "%g" % max(0.05, float(out[i + 1]) * scale)
         elif a == "--ops":
             out[i + 1] = "%d" % max(1000, int(int(out[i + 1]) * scale))
+        elif a in SCALED_SIZE_FLOORS:
+            n, floor = int(out[i + 1]), SCALED_SIZE_FLOORS[a]
+            out[i + 1] = "%d" % max(min(n, floor), int(n * scale))
     return out
 
 
