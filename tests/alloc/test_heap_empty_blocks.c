@@ -19,8 +19,7 @@
 enum { SIZE = 48, BLOCKS = 12, PER_BLOCK_MAX = 16384 / SIZE, THREADS = 12 };
 
 static int hook_calls;
-static void count_errors(txalloc_error_kind kind, const void *ptr, const char *message,
-                         void *arg) {
+static void count_errors(txalloc_error_kind kind, const void *ptr, const char *message, void *arg) {
   (void)kind, (void)ptr, (void)message, (void)arg;
   hook_calls++;
 }
@@ -152,8 +151,7 @@ int main(void) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   worker w[THREADS];
   pthread_barrier_init(&start, NULL, THREADS);
-  for (int i = 0; i < THREADS; i++)
-    w[i] = (worker){i, check_scaled(60, 6), 0, handoff, &lock};
+  for (int i = 0; i < THREADS; i++) w[i] = (worker){i, check_scaled(60, 6), 0, handoff, &lock};
   test_run_threads(THREADS, race_worker, w, sizeof w[0]);
   long bad = 0;
   for (int i = 0; i < THREADS; i++) bad += w[i].bad;
