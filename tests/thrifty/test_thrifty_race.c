@@ -10,34 +10,18 @@
 #include <string.h>
 
 #include "check.h"
+#include "thrifty_test_object.h"
 #include "txalloc/thrifty.h"
 
 enum { THREADS = 8, SLOTS = 64 };
-
-typedef struct object {
-  size_t size;
-  unsigned pattern;
-} object;
 
 static _Atomic(object *) slots[THREADS][SLOTS];
 static pthread_barrier_t bar;
 static _Atomic long broken, failed;
 static long ops;
 
-static void fill(object *o, size_t size, unsigned pattern) {
-  o->size = size;
-  o->pattern = pattern;
-  memset(o + 1, (int)(pattern & 0xff), size - sizeof *o);
-}
-
 static void check_and_free(object *o) {
-  const unsigned char *b = (const unsigned char *)(o + 1);
-  for (size_t i = 0; i < o->size - sizeof *o; i++)
-    if (b[i] != (o->pattern & 0xff)) {
-      atomic_fetch_add(&broken, 1);
-      break;
-    }
-  thrifty_free(o);
+  if (!object_check_and_free(o)) atomic_fetch_add(&broken, 1);
 }
 
 static void *worker(void *arg) {
@@ -54,7 +38,7 @@ static void *worker(void *arg) {
       atomic_fetch_add(&failed, 1);
       continue;
     }
-    fill(o, size, seed);
+    object_fill(o, size, seed);
     if (i & 1) { /* to the next thread: it frees what it finds there */
       object *old = atomic_exchange(&slots[(self + 1) % THREADS][k], o);
       if (old) check_and_free(old);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "thrifty_test_object.h"
 #include "txalloc/thrifty.h"
 
 static bool owner_variant;
@@ -128,11 +129,6 @@ static void test_hand_built_sequence(void) {
 
 enum { PAIRS = 4, SLOTS = 32, ROUNDS = 4 };
 
-typedef struct object {
-  size_t size;
-  unsigned pattern;
-} object;
-
 static _Atomic(object *) slots[PAIRS][SLOTS];
 static _Atomic int producers_left[PAIRS];
 static pthread_barrier_t start;
@@ -140,13 +136,7 @@ static _Atomic long broken, failed, produced, consumed;
 static long ops;
 
 static void check_and_free(object *o) {
-  const unsigned char *b = (const unsigned char *)(o + 1);
-  for (size_t i = 0; i < o->size - sizeof *o; i++)
-    if (b[i] != (o->pattern & 0xff)) {
-      atomic_fetch_add(&broken, 1);
-      break;
-    }
-  thrifty_free(o);
+  if (!object_check_and_free(o)) atomic_fetch_add(&broken, 1);
   atomic_fetch_add(&consumed, 1);
 }
 
@@ -162,9 +152,7 @@ static void *producer(void *arg) {
       atomic_fetch_add(&failed, 1);
       continue;
     }
-    o->size = size;
-    o->pattern = seed;
-    memset(o + 1, (int)(seed & 0xff), size - sizeof *o);
+    object_fill(o, size, seed);
     atomic_fetch_add(&produced, 1);
     int k = (int)((seed >> 4) % SLOTS);
     object *expected = NULL;
