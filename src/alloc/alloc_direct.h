@@ -59,15 +59,18 @@ static inline void txa_bump_counter(uint64_t *p, uint64_t n) {
 
 /* The owner's free of object p of class c in block b, once the caller has established that
  * h owns b and p is a live object (public free, txmem's balanced free): link p into the
- * private list, count it, and hand the block back when it empties (unless it is the bin's
- * current block, which stays for the next allocation). */
-static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c) {
+ * private list (txa_owner_push), count it, and hand the block back when it empties (unless
+ * it is the bin's current block, which stays for the next allocation). */
+static inline void txa_owner_push(txa_heap *h, txa_block *b, void *p, unsigned c) {
   TXALLOC_ASSERT(atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
   TXALLOC_ASSERT(c == b->class_id && txa_used(b) > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
   *(uintptr_t *)p = txa_encode(b->free, b->key);
   b->free = p;
-  txa_bump_counter(&h->cls[c].frees, 1);
   if (TXA_UNLIKELY(txa_used_dec(b) == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+}
+static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c) {
+  txa_bump_counter(&h->cls[c].frees, 1);
+  txa_owner_push(h, b, p, c);
 }
 
 /* txalloc_free's common case (alloc.c), shared with txmem's release of committed frees,
@@ -106,6 +109,11 @@ static inline bool txa_free_owned(void *p, unsigned kind) {
  * stripe it equals the plain table. */
 extern uint8_t txa_spaced_class_by_16[TXA_SMALL_MAX / 16 + 1];
 
+/* The spaced class of a request of `size` bytes. pre: size <= TXA_DIRECT_SMALL_MAX. */
+static inline unsigned txa_direct_spaced_class(size_t size) {
+  return __atomic_load_n(&txa_spaced_class_by_16[(size + 15) >> 4], __ATOMIC_RELAXED);
+}
+
 /* Spaces later spaced requests for stripes of `stripe` bytes (a power of two; 0: none),
  * or for the allocator's own option stripe when that is larger. False, changing nothing,
  * when the small classes cannot space that stripe (see txa_spacing_max). Initialises the
@@ -127,7 +135,7 @@ void *txa_spaced_calloc(size_t size);
 static inline void *txa_direct_take_spaced(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXA_UNLIKELY(h == NULL || size > TXA_DIRECT_SMALL_MAX)) return NULL;
-  unsigned c = __atomic_load_n(&txa_spaced_class_by_16[(size + 15) >> 4], __ATOMIC_RELAXED);
+  unsigned c = txa_direct_spaced_class(size);
   void *p = txa_block_take(h->bins[c].current);
   if (TXA_UNLIKELY(p == NULL)) return NULL;
   txa_bump_counter(&h->cls[c].allocs, 1);
@@ -158,11 +166,6 @@ static inline void txa_direct_give_back(void *p) {
  * see it only while the holder has it out, between txa_direct_count_allocs and
  * txa_direct_count_frees. One not out goes back with txa_direct_unreserve. */
 extern _Atomic(uint64_t) txa_global_cls[TXA_CLASSES][3]; /* stats.c: exited heaps' counts */
-
-/* The spaced class of a request of `size` bytes. pre: size <= TXA_DIRECT_SMALL_MAX. */
-static inline unsigned txa_direct_spaced_class(size_t size) {
-  return __atomic_load_n(&txa_spaced_class_by_16[(size + 15) >> 4], __ATOMIC_RELAXED);
-}
 
 /* Reserves up to n objects of class c into out[] and returns how many: fewer when the
  * current block has no more (the caller's ordinary path refills the bin), none when the
@@ -208,10 +211,7 @@ static inline void txa_direct_unreserve(void *p, unsigned c) {
     txalloc_free(p);
     return;
   }
-  TXALLOC_ASSERT(c == b->class_id && txa_used(b) > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
-  *(uintptr_t *)p = txa_encode(b->free, b->key);
-  b->free = p;
-  if (TXA_UNLIKELY(txa_used_dec(b) == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+  txa_owner_push(h, b, p, c); /* never counted as allocated: no free to count */
 }
 
 /* Usable size of the address a in a chunk of span kind `kind` (SMALL or MEDIUM): its
