@@ -13,6 +13,7 @@
 #include "txalloc/txalloc.h"
 #include "txmem/txmem_direct.h"
 #include "txmem/txmem_internal.h"
+#include "txmem/txmem_run.h"
 
 /* ---- The plain path ----
  * The fast paths of this file end in tail calls only (rare work in noinline functions), so
@@ -312,17 +313,6 @@ static inline bool run_serves(const txmem_thread *t, size_t size) {
   return size == t->run_size && t->run_top != t->run_len &&
          t->run_gen == atomic_load_explicit(&txmem_placement_gen, memory_order_relaxed);
 }
-/* pre: run_serves(t, size). The run's next object, counted. */
-static inline void *run_take(txmem_thread *t, size_t size) {
-  uint32_t top = t->run_top;
-  t->run_top = top + 1;
-  txmem_direct_count_allocs(t->run_class, 1);
-  t->hot[TXMEM_HOT_tx_mallocs]++;
-  t->hot[TXMEM_HOT_speculative_bytes] += size;
-  t->prof.sizes[TXMEM_REGION_TX][t->run_bucket]++; /* txmem_profile_bucket(run_size) */
-  return t->run[top];
-}
-
 /* An allocation in a transaction through the undo log (any strategy). */
 static inline void *tx_malloc(txmem_thread *t, size_t size) {
   void *p = t->txalloc ? plain_malloc(size) : txmem_backend_malloc(t, size);
@@ -391,7 +381,7 @@ void *txmem_malloc(size_t size) {
     return plain_malloc(size);
   }
   /* Fast path (txalloc): the next object of the run (I6). */
-  if (TXMEM_LIKELY(run_serves(t, size))) return run_take(t, size);
+  if (TXMEM_LIKELY(run_serves(t, size))) return txmem_run_take(t, size);
   /* Fast path (txalloc, run objects in flight, so the run cannot be refilled now; room in
    * the log's unindexed tail): allocate from the thread's bin and append. */
   size_t n = t->undo_len;
@@ -421,7 +411,7 @@ void *txmem_calloc(size_t count, size_t size) {
     txmem_profile_count_malloc(&t->prof, txmem_profile_outside(), bytes);
     return plain_calloc(count, size, bytes);
   }
-  void *p = run_serves(t, bytes) ? run_take(t, bytes) : txmem_run_malloc_miss(t, bytes);
+  void *p = run_serves(t, bytes) ? txmem_run_take(t, bytes) : txmem_run_malloc_miss(t, bytes);
   if (p) memset(p, 0, bytes);
   return p;
 }
@@ -443,10 +433,8 @@ void txmem_free(void *ptr) {
   uint32_t top = t->run_top;
   if (TXMEM_LIKELY(top > t->run_mark && t->run[top - 1] == ptr)) {
     t->run_top = top - 1;
-    txmem_direct_count_frees(t->run_class, 1);
     t->hot[TXMEM_HOT_tx_frees]++;
-    t->hot[TXMEM_HOT_balanced_recycles]++;
-    t->hot[TXMEM_HOT_balanced_bytes] += t->run_size;
+    txmem_run_count_balanced_free(t);
     return;
   }
   /* Fast path (txalloc): the newest allocation, made by the current level (position >=

@@ -25,23 +25,11 @@
  * Placement: the run's objects come from the spaced class in force at its refill; a change
  * of the conflict geometry bumps txmem_placement_gen, and a run of an older generation
  * stops serving (its next refill takes the new class). */
-#include "txmem/txmem_direct.h"
-#include "txmem/txmem_internal.h"
+#include "txmem/txmem_run.h"
 
 _Atomic uint32_t txmem_placement_gen;
 
 #define RUN_WANT_MIN 2
-
-/* The first object of a run that was just filled, counted like every transactional
- * allocation. */
-static void *run_take_first(txmem_thread *t, size_t size) {
-  void *p = t->run[t->run_top++];
-  txmem_direct_count_allocs(t->run_class, 1);
-  t->hot[TXMEM_HOT_tx_mallocs]++;
-  t->hot[TXMEM_HOT_speculative_bytes] += size;
-  txmem_profile_count_tx_malloc(&t->prof, size);
-  return p;
-}
 
 /* Gives back the reserved objects run[from, run_len). */
 static void run_give_back(txmem_thread *t, uint32_t from) {
@@ -77,7 +65,7 @@ static bool run_refill(txmem_thread *t, size_t size) {
 void *txmem_run_malloc_miss(txmem_thread *t, size_t size) {
   if (t->txalloc && size != 0 && size <= TXMEM_DIRECT_SMALL_MAX && t->run_top == t->run_base &&
       run_refill(t, size))
-    return run_take_first(t, size);
+    return txmem_run_take(t, size);
   return txmem_tx_malloc_logged(t, size);
 }
 
@@ -87,9 +75,7 @@ static void run_drop_at(txmem_thread *t, uint32_t i) {
   void *p = t->run[i];
   t->run[i] = t->run[last];
   t->run[last] = p;
-  txmem_direct_count_frees(t->run_class, 1);
-  t->hot[TXMEM_HOT_balanced_recycles]++;
-  t->hot[TXMEM_HOT_balanced_bytes] += t->run_size;
+  txmem_run_count_balanced_free(t);
 }
 
 bool txmem_run_free_from(txmem_thread *t, const void *ptr, uint32_t mark) {
