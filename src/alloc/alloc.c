@@ -296,7 +296,7 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
       return NULL;
     }
     if (size > TXA_MEDIUM_MAX) {
-      void *q = txa_large_realloc_in_place(p, size);
+      void *q = txa_large_resize(p, size);
       if (q) return q;
     }
   } else {

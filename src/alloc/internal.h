@@ -100,8 +100,11 @@ void txa_stats_fold_heap(txa_heap *h); /* exited heap's counters into the global
 
 /* ---- Large objects (large.c) ---- */
 void *txa_large_alloc(size_t size, size_t align, bool zero);
-void txa_large_free(void *p, const char *op);           /* reports bad pointers */
-void *txa_large_realloc_in_place(void *p, size_t size); /* p, or NULL if it cannot */
+void txa_large_free(void *p, const char *op); /* reports bad pointers */
+/* Resizes live large object p to `size` bytes (> TXA_MEDIUM_MAX) without copying: in place,
+ * into the cached span after it, or by moving its pages (mremap). The new address (p when it
+ * stayed), or NULL when none of these works (the caller copies; p is unchanged). */
+void *txa_large_resize(void *p, size_t size);
 void txa_large_cache_flush(void);
 
 /* ---- Errors (error.c) ---- */

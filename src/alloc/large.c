@@ -388,7 +388,7 @@ static bool grow_into_cache(uintptr_t base, size_t size, size_t need) {
   return taken;
 }
 
-void *txa_large_realloc_in_place(void *p, size_t size) {
+void *txa_large_resize(void *p, size_t size) {
   large_header *h = header_of(p);
   if (!h || size > MAX_LARGE_SIZE) return NULL;
   uintptr_t base = h->base;
