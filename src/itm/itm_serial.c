@@ -28,12 +28,14 @@ static unsigned record_count;
 itm_record *itm_serial_owner;
 bool itm_have_membarrier;
 
-__attribute__((constructor)) static void serial_init(void) {
+static void register_membarrier(void) {
 #if defined(SYS_membarrier) && !defined(__SANITIZE_THREAD__)
   itm_have_membarrier =
       syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 #endif
 }
+
+__attribute__((constructor)) static void serial_init(void) { register_membarrier(); }
 
 itm_record *itm_record_take(void) {
   pthread_mutex_lock(&records_lock);
@@ -84,9 +86,9 @@ void itm_enter_shared_wait(itm_thread *t) {
   }
 }
 
-void itm_enter_serial(itm_thread *t) {
-  itm_record *me = t->record;
-  __atomic_store_n(&me->active, 0, __ATOMIC_RELEASE);
+/* Takes itm_serial_owner for `me` and waits until every other record is out of its block;
+ * other threads then wait at their next top-level begin until the owner is cleared. */
+static void exclude_others(itm_record *me) {
   for (;;) {
     itm_record *expected = NULL;
     if (__atomic_compare_exchange_n(&itm_serial_owner, &expected, me, false, __ATOMIC_SEQ_CST,
@@ -98,6 +100,16 @@ void itm_enter_serial(itm_thread *t) {
   for (itm_record *r = __atomic_load_n(&records, __ATOMIC_ACQUIRE); r; r = r->next)
     for (unsigned i = 0; r != me && __atomic_load_n(&r->active, __ATOMIC_SEQ_CST); i++)
       if (i > 64) sched_yield();
+}
+
+static int fork_pending; /* a fork waits for the exclusion: serial entries give way */
+
+void itm_enter_serial(itm_thread *t) {
+  itm_record *me = t->record;
+  __atomic_store_n(&me->active, 0, __ATOMIC_RELEASE);
+  for (unsigned i = 0; __atomic_load_n(&fork_pending, __ATOMIC_ACQUIRE); i++)
+    if (i > 64) sched_yield();
+  exclude_others(me);
   t->serial = true;
   t->want_serial = false;
 }
@@ -112,4 +124,61 @@ void itm_go_serial(void) {
   if (t->serial) return;
   t->want_serial = true;
   tm_abort_outermost(); /* itm_begin_result enters serial mode and begins the block again */
+}
+
+/* fork: a thread inside a block in the parent would be missing from the child, with its
+ * record marked active (a serial block would wait for it forever), serial mode held, or its
+ * transaction's locks held in the runtime. So a fork waits, as for serial mode, until no
+ * other thread is inside a block and keeps them out until it is done (the forking thread
+ * is outside every block unless it is serial itself, which already excludes the others).
+ * The child has only the forking thread: every other record is free there. It registers
+ * for membarrier again (its new address space may not inherit the registration).
+ * The handlers are registered at the first top-level commit, after the runtime's, txmem's
+ * and the allocator's (a block has run by then): prepare handlers run in reverse order, so
+ * this wait comes before they take their locks, which a thread inside a block may need. */
+static itm_record fork_owner; /* the owner while a fork excludes the blocks; in no list */
+static bool fork_excluded;
+
+static void fork_prepare(void) {
+  itm_thread *t = itm_self;
+  fork_excluded = !(t && t->serial);
+  if (fork_excluded) {
+    __atomic_store_n(&fork_pending, 1, __ATOMIC_RELEASE);
+    exclude_others(&fork_owner);
+  }
+  pthread_mutex_lock(&records_lock);
+}
+
+static void fork_parent(void) {
+  pthread_mutex_unlock(&records_lock);
+  if (fork_excluded) {
+    __atomic_store_n(&fork_pending, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&itm_serial_owner, NULL, __ATOMIC_RELEASE);
+  }
+}
+
+static void fork_child(void) {
+  itm_record *mine = itm_self ? itm_self->record : NULL;
+  for (itm_record *r = records; r; r = r->next) {
+    if (r == mine) continue;
+    r->active = 0;
+    r->in_use = false;
+  }
+  pthread_mutex_unlock(&records_lock);
+  if (fork_excluded) {
+    fork_pending = 0;
+    itm_serial_owner = NULL;
+  }
+  register_membarrier();
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void fork_register(void) {
+  if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
+    itm_fatal("pthread_atfork failed");
+}
+
+void itm_fork_handlers_register(itm_thread *t) {
+  pthread_once(&fork_once, fork_register);
+  t->fork_ready = true;
 }
