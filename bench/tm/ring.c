@@ -8,6 +8,11 @@
  * whether a traversal fits the L1 (or an HTM's write set) depends on where the allocator
  * put the nodes: the JSON reports that placement over the L1 geometry of the htm_line and
  * htm_l1_sets options (64 B lines, 64 sets by default).
+ * --arena places the nodes itself instead of allocating them (one mapping, a stride of the
+ * node size rounded up to an odd number of lines): a reference placement that spreads the
+ * nodes over the L1 sets and the fewest pages, so that a rate below it is the allocator's
+ * doing and a rate equal to it is the machine's (the pages a traversal touches, say, which
+ * `pages_touched` reports, against the data TLB's reach).
  * Valid when the ring still closes after `nodes` steps and every value equals the number
  * of updating traversals (mod 2^32): the critical sections were atomic. */
 #include <pthread.h>
@@ -15,6 +20,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "tx_api.h"
@@ -30,10 +37,11 @@ typedef struct ring_node {
 
 /* The bytes of a node a traversal touches: `next` and `value`. */
 enum { RING_TOUCHED = offsetof(ring_node, value) + sizeof(uint32_t) };
+enum { ARENA_LINE = 64 }; /* the arena's line: the default htm_line */
 
 typedef struct params {
   long nodes, node_size, traversals, threads;
-  bool read_only, tm;
+  bool read_only, tm, arena;
   double duration; /* 0: run `traversals` per thread instead */
   long seed;
 } params;
@@ -54,7 +62,7 @@ typedef struct run {
 /* The placement of the nodes over an L1 of `sets` sets of `line`-byte lines. */
 typedef struct placement {
   long line, sets;
-  long sets_used, max_per_set, lines_touched;
+  long sets_used, max_per_set, lines_touched, pages_touched;
 } placement;
 
 /* `--tm` alone asks for the TM and leaves the backend to TXALLOC_TM; `--tm=BACKEND` and
@@ -88,6 +96,9 @@ static void parse(int argc, char **argv, params *p) {
       BENCH_LONG("traversals", &p->traversals, 1, 1L << 40,
                  "traversals per thread (without --duration)"),
       BENCH_BOOL("read-only", &p->read_only, "traversals read `next` only, update no `value`"),
+      BENCH_BOOL("arena", &p->arena,
+                 "place the nodes in one mapping at a stride of an odd number of lines "
+                 "instead of allocating them (the reference placement)"),
   };
   tx_args_parse(argc, argv,
                 "Traverses a ring of individually allocated nodes (Dice et al. 2016, Figure 1), "
@@ -146,14 +157,39 @@ static void worker_main(int index, void *arg) {
   w->end = bench_now();
 }
 
-static ring_node *build_ring(const params *p, ring_node **nodes) {
-  for (long i = 0; i < p->nodes; i++) {
-    nodes[i] = malloc((size_t)p->node_size);
-    if (!nodes[i]) {
+/* The arena's stride: the node size in whole lines, made odd so that consecutive nodes fall
+ * on consecutive L1 sets (an odd stride is coprime with every power-of-two set count). */
+static size_t arena_stride(long node_size) {
+  size_t lines = ((size_t)node_size + ARENA_LINE - 1) / ARENA_LINE;
+  return (lines | 1) * ARENA_LINE;
+}
+
+/* The mapping of --arena (base NULL without it). */
+typedef struct ring_arena {
+  char *base;
+  size_t len;
+} ring_arena;
+
+static ring_node *build_ring(const params *p, ring_node **nodes, ring_arena *arena) {
+  if (p->arena) {
+    size_t stride = arena_stride(p->node_size);
+    arena->len = stride * (size_t)p->nodes;
+    arena->base =
+        mmap(NULL, arena->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (arena->base == MAP_FAILED) {
       fprintf(stderr, "ring: out of memory\n");
       exit(1);
     }
-    memset(nodes[i], 0, (size_t)p->node_size);
+    for (long i = 0; i < p->nodes; i++) nodes[i] = (ring_node *)(arena->base + (size_t)i * stride);
+  } else {
+    for (long i = 0; i < p->nodes; i++) {
+      nodes[i] = malloc((size_t)p->node_size);
+      if (!nodes[i]) {
+        fprintf(stderr, "ring: out of memory\n");
+        exit(1);
+      }
+      memset(nodes[i], 0, (size_t)p->node_size);
+    }
   }
   /* Allocation order follows the address order: shuffle, against stride prefetchers. */
   bench_rng rng;
@@ -183,7 +219,9 @@ static placement measure_placement(ring_node *const *nodes, long count) {
   placement pl = {.line = option_value("htm_line"), .sets = option_value("htm_l1_sets")};
   long *per_set = calloc((size_t)pl.sets, sizeof *per_set);
   uintptr_t *lines = malloc((size_t)count * 2 * sizeof *lines);
-  if (!per_set || !lines) {
+  uintptr_t *pages = malloc((size_t)count * 2 * sizeof *pages);
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  if (!per_set || !lines || !pages) {
     fprintf(stderr, "ring: out of memory\n");
     exit(1);
   }
@@ -193,14 +231,23 @@ static placement measure_placement(ring_node *const *nodes, long count) {
     long set = (long)((base / (uintptr_t)pl.line) % (uintptr_t)pl.sets);
     if (per_set[set]++ == 0) pl.sets_used++;
     if (per_set[set] > pl.max_per_set) pl.max_per_set = per_set[set];
+    pages[n] = base / page;
     lines[n++] = base / (uintptr_t)pl.line;
     uintptr_t last = (base + RING_TOUCHED - 1) / (uintptr_t)pl.line;
-    if (last != lines[n - 1]) lines[n++] = last;
+    if (last != lines[n - 1]) {
+      pages[n] = (base + RING_TOUCHED - 1) / page;
+      lines[n++] = last;
+    }
   }
   qsort(lines, (size_t)n, sizeof *lines, compare_address);
-  for (long i = 0; i < n; i++) pl.lines_touched += i == 0 || lines[i] != lines[i - 1];
+  qsort(pages, (size_t)n, sizeof *pages, compare_address);
+  for (long i = 0; i < n; i++) {
+    pl.lines_touched += i == 0 || lines[i] != lines[i - 1];
+    pl.pages_touched += i == 0 || pages[i] != pages[i - 1];
+  }
   free(per_set);
   free(lines);
+  free(pages);
   return pl;
 }
 
@@ -239,7 +286,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   memset(r.workers, 0, (size_t)p.threads * sizeof(worker));
-  r.head = build_ring(&p, nodes);
+  ring_arena arena = {0};
+  r.head = build_ring(&p, nodes, &arena);
   placement pl = measure_placement(nodes, p.nodes);
 
   if (p.tm) tx_backend_stats_reset();
@@ -268,6 +316,7 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "node_size", p.node_size);
   if (p.duration <= 0) bench_json_int(&j, "traversals", p.traversals);
   bench_json_bool(&j, "read_only", p.read_only);
+  bench_json_str(&j, "placement", p.arena ? "arena" : "malloc");
   bench_json_str(&j, "sync", p.tm ? "tm" : "mutex");
   bench_json_int(&j, "seed", p.seed);
   bench_json_end(&j);
@@ -289,6 +338,7 @@ int main(int argc, char **argv) {
   bench_json_int(&j, "l1_sets_used", pl.sets_used);
   bench_json_int(&j, "max_nodes_per_set", pl.max_per_set);
   bench_json_int(&j, "lines_touched", pl.lines_touched);
+  bench_json_int(&j, "pages_touched", pl.pages_touched);
   if (p.tm) {
     tx_report_results_end(&j, valid, err);
   } else {
@@ -300,10 +350,11 @@ int main(int argc, char **argv) {
   }
 
   fprintf(stderr,
-          "ring: %ld nodes of %ld B on %ld of %ld L1 sets, %s, %.0f traversals/s, "
-          "allocator %s\n",
-          p.nodes, p.node_size, pl.sets_used, pl.sets, p.tm ? "tm" : "mutex",
-          tx_report_rate(total.traversals, time_s), bench_allocator_name());
+          "ring: %ld nodes of %ld B on %ld of %ld L1 sets and %ld pages, %s, %.0f traversals/s, "
+          "%s %s\n",
+          p.nodes, p.node_size, pl.sets_used, pl.sets, pl.pages_touched, p.tm ? "tm" : "mutex",
+          tx_report_rate(total.traversals, time_s), p.arena ? "arena, not" : "allocator",
+          bench_allocator_name());
   int status;
   if (p.tm) {
     status = tx_report_exit("ring", valid, err);
@@ -311,7 +362,10 @@ int main(int argc, char **argv) {
     if (!valid) fprintf(stderr, "ring: INVALID: %s\n", err);
     status = valid ? 0 : 1;
   }
-  for (long i = 0; i < p.nodes; i++) free(nodes[i]);
+  if (p.arena)
+    munmap(arena.base, arena.len);
+  else
+    for (long i = 0; i < p.nodes; i++) free(nodes[i]);
   free(nodes);
   free(r.workers);
   pthread_mutex_destroy(&r.lock);

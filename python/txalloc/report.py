@@ -206,7 +206,8 @@ def htm_table(rows: list[RowResult], allocs: list[str], figures: dict[tuple, Row
 
 def placement_table(rows: list[RowResult], allocs: list[str], figures: dict[tuple, RowFigures]) -> str:
     """Where the allocator put the nodes: L1 sets used (of the workload's L1), the most
-    nodes on one set, the lines the nodes' accessed fields touch (medians over the runs)."""
+    nodes on one set, the lines and pages the nodes' accessed fields touch (medians over
+    the runs)."""
     body = []
     for r in rows:
         f = _figures_of(figures, r)
@@ -591,10 +592,12 @@ def render(study_dir: Path) -> Path:
     pt = placement_table(an.rows, cols, figures)
     if pt:
         out.append(
-            "\n## Node placement over the L1 sets: sets used / most nodes on one set / lines touched\n\n"
+            "\n## Node placement over the L1 sets: sets used / most nodes on one set / lines touched"
+            " / pages touched\n\n"
             "From the workload's own results (median of the runs): `l1_sets_used` of the L1's sets "
-            "that the node base addresses map to, `max_nodes_per_set`, and `lines_touched` by the "
-            "fields a traversal reads and writes.\n\n" + pt
+            "that the node base addresses map to, `max_nodes_per_set`, and `lines_touched` and "
+            "`pages_touched` by the fields a traversal reads and writes (pages beyond the data "
+            "TLB's reach slow every allocator alike).\n\n" + pt
         )
     out.append(cachegrind_section(spec, an.rows, cols, figures, measured))
     out.append(report_placement.section(study_dir))

@@ -15,7 +15,7 @@ from .cachegrind import d1_misses
 # capacity aborts as aborts_by_cause.capacity.
 HTM_BACKENDS = ("htm-emul", "tle", "rtm")
 # Placement of the nodes over the L1 sets, as the ring's results report it.
-PLACEMENT_FIELDS = ("l1_sets_used", "max_nodes_per_set", "lines_touched")
+PLACEMENT_FIELDS = ("l1_sets_used", "max_nodes_per_set", "lines_touched", "pages_touched")
 
 
 def row_key(workload: str, params: dict[str, Any], threads: int) -> tuple:

@@ -3,7 +3,7 @@
 JSON object, "valid": true, every traversal counted, placement figures consistent with
 each other and with the L1 geometry (sets used within the sets and the nodes, the fullest
 set at least the pigeonhole bound, at least one line per set used and at most two per
-node), and with --tm the TM's statistics, aborts by cause including "capacity".
+node, at least one page and at most one per line), and with --tm the TM's statistics, aborts by cause including "capacity".
 
   check_ring.py [options] -- RING [ARGS...]
     --each NAME=V1,V2,...  run once per value of --NAME (several --each: the product)
@@ -33,6 +33,9 @@ def check_placement(results, nodes):
         fail("max_nodes_per_set %d impossible for %d nodes on %d sets" % (fullest, nodes, used))
     if not max(used, 1) <= lines <= 2 * nodes:
         fail("lines_touched %d outside [%d sets used, 2 x %d nodes]" % (lines, used, nodes))
+    pages = results["pages_touched"]
+    if not 1 <= pages <= lines:
+        fail("pages_touched %d outside [1, %d lines touched]" % (pages, lines))
 
 
 def check(cmd, p):
