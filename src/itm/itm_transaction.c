@@ -30,10 +30,11 @@ static inline uint32_t answer(const itm_thread *t, const itm_checkpoint *cp) {
                                                                    : itm_a_runInstrumentedCode;
 }
 
-/* Called by _ITM_beginTransaction before tm_start_: the level's checkpoint and flags.
- * `caller_sp`: the caller's stack pointer after the return. */
-itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
-  itm_thread *t = itm_thread_get();
+/* itm_begin_prepare's general case: a thread's first block, a nested block, serial mode
+ * (asked for, wanted, or another thread's). */
+static __attribute__((noinline)) itm_checkpoint *
+begin_prepare_other(itm_thread *t, uint32_t properties, uintptr_t caller_sp) {
+  if (!t) t = itm_thread_setup();
   unsigned depth = t->depth;
   int flags = TM_FLAG_NONE;
   if (ITM_LIKELY(depth == 0)) {
@@ -57,6 +58,30 @@ itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
   cp->first_code = answer(t, cp) | itm_a_saveLiveVariables;
   t->depth = depth + 1; /* tm_start_ begins the level next */
   return cp;
+}
+
+/* Called by _ITM_beginTransaction before tm_start_: the level's checkpoint and flags.
+ * `caller_sp`: the caller's stack pointer after the return. The common case, a top-level
+ * block of a set-up thread that runs instrumented while no thread is serial, makes no call
+ * (itm_enter_shared's test inline; its wait is the general case's). */
+itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
+  itm_thread *t = itm_self;
+  if (ITM_LIKELY(t != NULL) && ITM_LIKELY(t->depth == 0) &&
+      ITM_LIKELY(!needs_serial(properties) && !t->want_serial)) {
+    itm_mark_active(t);
+    if (ITM_LIKELY(__atomic_load_n(&itm_serial_owner, __ATOMIC_SEQ_CST) == NULL)) {
+      itm_checkpoint *cp = t->top_checkpoint;
+      cp->flags = (properties & itm_pr_readOnly) ? TM_FLAG_READ_ONLY : TM_FLAG_NONE;
+      cp->properties = properties;
+      cp->entered = 0;
+      cp->first_code = itm_a_runInstrumentedCode | itm_a_saveLiveVariables;
+      t->transactions++;
+      itm_stack_top = caller_sp;
+      t->depth = 1;
+      return cp;
+    }
+  }
+  return begin_prepare_other(t, properties, caller_sp);
 }
 
 /* Called by _ITM_beginTransaction when tm_start_ returns again after a rollback
