@@ -10,10 +10,23 @@
  * The first return answers what itm_begin_prepare left in the checkpoint; after a rollback
  * itm_begin_result(checkpoint, started) makes the ABI's answer (a_restoreLiveVariables with
  * a_runInstrumentedCode or a_abortTransaction) or 0: begin again (the cancelled attempt was
- * a switch to serial mode). */
+ * a switch to serial mode).
+ *
+ * ITM_PORTABLE_ENTRY (defined in the sanitizer builds): the sanitizers must see every jump
+ * back into a frame (ThreadSanitizer unwinds its shadow stack at a longjmp, AddressSanitizer
+ * unpoisons the stack jumped over), so the checkpoint is the runtime's own sigjmp_buf
+ * (tm_checkpoint_, tm.h's portable entry) and a rollback is the intercepted siglongjmp.
+ * __sigsetjmp is called with the entry's frame still live (rsp: the caller's stack pointer
+ * after the return, less 16); a longjmp restores that stack pointer and rbx, and since the
+ * block may have reused those stack slots, every return goes through the checkpoint (the
+ * caller's rbx back, a jump to the saved return address). __sigsetjmp's return says what
+ * happened: 0 (its first return) or TM_JUMP_RETRY (1), the level begins (tm_begin_) and the
+ * answer is the first one, or after a rollback or a restart itm_begin_result(checkpoint,
+ * 1)'s; TM_JUMP_CANCEL (2): itm_begin_result(checkpoint, 0) answers, or says 0: take a
+ * checkpoint and begin again (the switch to serial mode). */
 #include "itm/itm_checkpoint.h"
 
-#if defined(__x86_64__) && !defined(__CET__)
+#if defined(__x86_64__) && (!defined(__CET__) || defined(ITM_PORTABLE_ENTRY))
 .text
 .globl _ITM_beginTransaction
 .type _ITM_beginTransaction, @function
@@ -30,6 +43,7 @@ _ITM_beginTransaction:
 	movq	%rcx, ITM_CP_RETURN(%rbx)
 	movq	(%rsp), %rcx
 	movq	%rcx, ITM_CP_RBX(%rbx)
+#ifndef ITM_PORTABLE_ENTRY
 .Lstart:
 	movq	%rbx, %rdi
 	movl	ITM_CP_FLAGS(%rbx), %esi
@@ -56,6 +70,44 @@ _ITM_beginTransaction:
 	testl	%eax, %eax
 	jz	.Lstart
 	jmp	.Lreturn
+#else
+.Lstart:
+	movl	ITM_CP_FLAGS(%rbx), %edi
+	call	tm_checkpoint_@PLT	/* the level's sigjmp_buf */
+	movq	%rax, %rdi
+	xorl	%esi, %esi
+	call	__sigsetjmp@PLT
+	cmpl	$2, %eax		/* TM_JUMP_CANCEL */
+	je	.Lcancelled
+	movl	ITM_CP_FLAGS(%rbx), %edi	/* 0 or TM_JUMP_RETRY: the level begins */
+	call	tm_begin_@PLT
+	cmpl	$0, ITM_CP_ENTERED(%rbx)
+	jne	.Lagain
+	movl	$1, ITM_CP_ENTERED(%rbx)	/* the first return: the answer is ready */
+	movl	ITM_CP_FIRST(%rbx), %eax
+.Lreturn:
+	movq	ITM_CP_RETURN(%rbx), %rcx
+	movq	ITM_CP_RBX(%rbx), %rbx
+	addq	$16, %rsp
+.cfi_adjust_cfa_offset -16
+.cfi_restore %rbx
+	jmp	*%rcx
+	/* begun again: after a retry, or after the switch to serial mode (.Lstart again) */
+.Lagain:
+.cfi_adjust_cfa_offset 16
+.cfi_rel_offset %rbx, 0
+	movq	%rbx, %rdi
+	movl	$1, %esi
+	call	itm_begin_result
+	jmp	.Lreturn
+.Lcancelled:
+	movq	%rbx, %rdi
+	xorl	%esi, %esi
+	call	itm_begin_result
+	testl	%eax, %eax
+	jz	.Lstart
+	jmp	.Lreturn
+#endif
 .cfi_endproc
 .size _ITM_beginTransaction, .-_ITM_beginTransaction
 #endif
