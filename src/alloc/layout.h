@@ -40,6 +40,9 @@
 #define TXA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TXA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TXA_CACHE_LINE 64
+/* The allocator's globals are internal to whatever links it (no txa_ symbol is exported):
+ * declared hidden, the fast paths address them directly instead of through the GOT. */
+#define TXA_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- Geometry ---- */
 #define TXA_BLOCK_SHIFT 14 /* small blocks: 16 KiB, aligned to their size */
@@ -79,7 +82,7 @@ typedef struct txa_class_info {
 extern txa_class_info txa_classes[TXA_CLASSES]; /* sizes ascending */
 extern unsigned txa_class_count;
 /* Class of a request of `size` bytes (size <= TXA_MEDIUM_MAX). */
-extern uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
+extern TXA_HIDDEN uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
 extern uint8_t txa_class_by_64[TXA_MEDIUM_MAX / 64 + 1]; /* medium classes: whole lines */
 static inline unsigned txa_size_class(size_t size) {
   return size <= TXA_SMALL_MAX ? txa_class_by_16[(size + 15) >> 4]
@@ -97,12 +100,13 @@ enum txa_kind {
 };
 /* Two levels: a static root of 8192 leaf pointers; a leaf (16 KiB, one byte per granule)
  * is mapped when the first granule it covers becomes ours, and is never unmapped. */
-extern _Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
+extern TXA_HIDDEN _Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
 
 static inline unsigned txa_kind_of(uintptr_t a) {
-  if (TXA_UNLIKELY(a >> TXA_ADDRESS_BITS)) return TXA_KIND_NONE;
-  uint8_t *leaf = atomic_load_explicit(
-      &txa_region_map[a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS)], memory_order_acquire);
+  /* The root index is below TXA_MAP_ROOT_ENTRIES exactly when a is below 2^47. */
+  uintptr_t root = a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS);
+  if (TXA_UNLIKELY(root >= TXA_MAP_ROOT_ENTRIES)) return TXA_KIND_NONE;
+  uint8_t *leaf = atomic_load_explicit(&txa_region_map[root], memory_order_acquire);
   if (TXA_UNLIKELY(!leaf)) return TXA_KIND_NONE;
   return __atomic_load_n(&leaf[(a >> TXA_GRANULE_SHIFT) & (TXA_MAP_LEAF_ENTRIES - 1)],
                          __ATOMIC_RELAXED);
@@ -331,6 +335,6 @@ typedef struct txa_globals {
   size_t region_size;
   int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
 } txa_globals;
-extern txa_globals txa_g;
+extern TXA_HIDDEN txa_globals txa_g;
 
 #endif
