@@ -233,14 +233,18 @@ static __attribute__((noinline)) void free_slow(void *p, unsigned kind) {
   }
 }
 
-/* The common case as a leaf, with few live registers: a valid object of a small block the
- * calling thread owns, not looking free. Everything else (NULL, whose granule is never
- * ours; medium objects; remote frees, large objects, errors; the first call before
- * initialisation: the empty region map says "not ours") tail-calls free_slow with the
- * kind found here, which redoes the checks and reports. */
+/* The common case as a leaf, with few live registers: a valid object of a small or medium
+ * block the calling thread owns, not looking free. Everything else (NULL, whose granule is
+ * never ours; remote frees, large objects, errors; the first call before initialisation:
+ * the empty region map says "not ours") tail-calls free_slow with the kind found here,
+ * which redoes the checks and reports. */
 TXALLOC_API void txalloc_free(void *p) {
   unsigned kind = txa_kind_of((uintptr_t)p);
-  if (TXA_LIKELY(kind == TXA_KIND_SMALL) && TXA_LIKELY(txa_free_owned(p, TXA_KIND_SMALL))) return;
+  if (TXA_LIKELY(kind == TXA_KIND_SMALL)) {
+    if (TXA_LIKELY(txa_free_owned(p, TXA_KIND_SMALL))) return;
+  } else if (kind == TXA_KIND_MEDIUM && txa_free_owned(p, TXA_KIND_MEDIUM)) {
+    return;
+  }
   free_slow(p, kind);
 }
 
