@@ -174,6 +174,26 @@ static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void
   return true;
 }
 
+/* A free into block b, which heap h (not NULL) does not own: its owner's (or, abandoned,
+ * its adopter's) public list. pre: b = txa_block_of(p, its kind). */
+static inline __attribute__((always_inline)) void free_not_owned(txa_heap *h, txa_block *b,
+                                                                 void *p, const char *op) {
+  if (TXA_UNLIKELY(txa_object_index(b, (uintptr_t)p) < 0)) {
+    report_bad_object(op, p, b);
+    return;
+  }
+  unsigned c = b->class_shared;
+  if (!remote_free(b, p, op)) return;
+  txa_bump_counter(&h->cls[c].frees, 1);
+  txa_bump_counter(&h->cls[c].remote_frees, 1);
+}
+
+/* txalloc_free's remote free of a small or medium object, without the checked path's
+ * dispatch and frame. pre: b = txa_block_of(p, its kind), h != NULL does not own b. */
+static __attribute__((noinline)) void free_remote(txa_heap *h, txa_block *b, void *p) {
+  free_not_owned(h, b, p, "free");
+}
+
 /* pre: kind is SMALL or MEDIUM. Returns false (after reporting) for a bad pointer. */
 static inline bool free_in_block(void *p, unsigned kind, const char *op) {
   uintptr_t a = (uintptr_t)p;
@@ -201,14 +221,13 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
     return true;
   }
   if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
-  if (!remote_free(b, p, op)) return false;
   if (h) {
-    txa_bump_counter(&h->cls[c].frees, 1);
-    txa_bump_counter(&h->cls[c].remote_frees, 1);
-  } else {
-    atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);
+    free_not_owned(h, b, p, op);
+    return true;
   }
+  if (!remote_free(b, p, op)) return false;
+  atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);
   return true;
 }
 
@@ -234,15 +253,26 @@ static __attribute__((noinline)) void free_slow(void *p, unsigned kind) {
 }
 
 /* The common case as a leaf, with few live registers: a valid object of a small or medium
- * block the calling thread owns, not looking free. Everything else (NULL, whose granule is
- * never ours; remote frees, large objects, errors; the first call before initialisation:
- * the empty region map says "not ours") tail-calls free_slow with the kind found here,
- * which redoes the checks and reports. */
+ * block the calling thread owns, not looking free. A block it does not own tail-calls
+ * free_remote. Everything else (NULL, whose granule is never ours; large objects, errors;
+ * a thread without a heap; the first call before initialisation: the empty region map
+ * says "not ours") tail-calls free_slow with the kind found here, which redoes the checks
+ * and reports. */
+static inline __attribute__((always_inline)) bool free_in_span(void *p, unsigned kind) {
+  txa_block *b = txa_block_of((uintptr_t)p, kind);
+  txa_heap *h = txa_tls_heap;
+  if (TXA_UNLIKELY(h == NULL)) return false;
+  if (TXA_LIKELY(atomic_load_explicit(&b->owner, memory_order_relaxed) == h))
+    return txa_free_owned_by(h, b, p, kind);
+  free_remote(h, b, p);
+  return true;
+}
+
 TXALLOC_API void txalloc_free(void *p) {
   unsigned kind = txa_kind_of((uintptr_t)p);
   if (TXA_LIKELY(kind == TXA_KIND_SMALL)) {
-    if (TXA_LIKELY(txa_free_owned(p, TXA_KIND_SMALL))) return;
-  } else if (kind == TXA_KIND_MEDIUM && txa_free_owned(p, TXA_KIND_MEDIUM)) {
+    if (TXA_LIKELY(free_in_span(p, TXA_KIND_SMALL))) return;
+  } else if (kind == TXA_KIND_MEDIUM && free_in_span(p, TXA_KIND_MEDIUM)) {
     return;
   }
   free_slow(p, kind);

@@ -89,22 +89,26 @@ static inline bool txa_may_be_free(const txa_block *b, uintptr_t word, uintptr_t
  * kind `kind` (SMALL or MEDIUM). When p is an object start of a block the calling thread
  * owns and does not look free (and not in secure mode), frees it and returns true.
  * Otherwise does nothing and returns false: txalloc_free's checked path must take p
- * (remote frees, bad and double frees, which it reports). The double-free filter runs
+ * (remote frees, bad and double frees, which it reports). txa_free_owned_by: the same once
+ * the caller has found that heap h (not NULL) owns p's block b. The double-free filter runs
  * whether or not option free_check is on: it only sends p to the checked path, which
  * reports according to the option. */
-static inline bool txa_free_owned(void *p, unsigned kind) {
-  uintptr_t a = (uintptr_t)p;
-  txa_block *b = txa_block_of(a, kind);
-  txa_heap *h = txa_tls_heap;
-  if (TXA_UNLIKELY(h == NULL || atomic_load_explicit(&b->owner, memory_order_relaxed) != h))
-    return false;
-  if (TXA_UNLIKELY(!txa_is_object_start(b, a))) return false;
+static inline bool txa_free_owned_by(txa_heap *h, txa_block *b, void *p, unsigned kind) {
+  TXALLOC_ASSERT(h != NULL && atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
+  if (TXA_UNLIKELY(!txa_is_object_start(b, (uintptr_t)p))) return false;
   uintptr_t key = b->key;
   if (TXA_UNLIKELY(txa_may_be_free(b, *(uintptr_t *)p, key, kind)) || TXA_UNLIKELY(txa_g.secure))
     return false;
-  TXALLOC_ASSERT(txa_object_index(b, a) >= 0);
+  TXALLOC_ASSERT(txa_object_index(b, (uintptr_t)p) >= 0);
   txa_owner_free(h, b, p, b->class_id);
   return true;
+}
+static inline bool txa_free_owned(void *p, unsigned kind) {
+  txa_block *b = txa_block_of((uintptr_t)p, kind);
+  txa_heap *h = txa_tls_heap;
+  if (TXA_UNLIKELY(h == NULL || atomic_load_explicit(&b->owner, memory_order_relaxed) != h))
+    return false;
+  return txa_free_owned_by(h, b, p, kind);
 }
 
 /* ---- The operations for the layers above ---- */
