@@ -151,14 +151,9 @@ static void report_double_free(const char *op, const void *p, const txa_block *b
 
 /* ---- free ---- */
 
-/* Returns false (after reporting) for a double free. */
-static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void *p,
-                                                              const char *op) {
-  uintptr_t key = b->key_shared;
-  if (txa_g.free_check && TXA_UNLIKELY(looks_free(b, p, key))) {
-    report_double_free(op, p, b);
-    return false;
-  }
+/* Pushes p onto b's public list (key: b's). */
+static inline __attribute__((always_inline)) void public_push(txa_block *b, void *p,
+                                                              uintptr_t key) {
   uint64_t old = atomic_load_explicit(&b->public_free, memory_order_relaxed);
   do {
     *(uintptr_t *)p = txa_encode(txa_public_head(old), key);
@@ -171,13 +166,24 @@ static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void
   if (!atomic_load_explicit(&b->current_hint, memory_order_relaxed) &&
       txa_public_count(old) + 1 == txa_used_acquire(b))
     txa_heap_offer_release(b);
+}
+
+/* Returns false (after reporting) for a double free. */
+static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void *p,
+                                                              const char *op) {
+  uintptr_t key = b->key_shared;
+  if (txa_g.free_check && TXA_UNLIKELY(looks_free(b, p, key))) {
+    report_double_free(op, p, b);
+    return false;
+  }
+  public_push(b, p, key);
   return true;
 }
 
 /* A free into block b, which heap h (not NULL) does not own: its owner's (or, abandoned,
  * its adopter's) public list. pre: b = txa_block_of(p, its kind). */
-static inline __attribute__((always_inline)) void free_not_owned(txa_heap *h, txa_block *b,
-                                                                 void *p, const char *op) {
+static inline __attribute__((always_inline)) void free_not_owned(txa_heap *h, txa_block *b, void *p,
+                                                                 const char *op) {
   if (TXA_UNLIKELY(txa_object_index(b, (uintptr_t)p) < 0)) {
     report_bad_object(op, p, b);
     return;
@@ -188,10 +194,33 @@ static inline __attribute__((always_inline)) void free_not_owned(txa_heap *h, tx
   txa_bump_counter(&h->cls[c].remote_frees, 1);
 }
 
-/* txalloc_free's remote free of a small or medium object, without the checked path's
- * dispatch and frame. pre: b = txa_block_of(p, its kind), h != NULL does not own b. */
-static __attribute__((noinline)) void free_remote(txa_heap *h, txa_block *b, void *p) {
-  free_not_owned(h, b, p, "free");
+static __attribute__((noinline)) void free_slow(void *p, unsigned kind);
+
+/* txalloc_free's remote free of an object of span kind `kind` (SMALL or MEDIUM), without
+ * the checked path's dispatch: the object-start test (an empty block, capacity 0, has a
+ * stale bound), txa_may_be_free's filter in place of the exact double-free test (a hit
+ * goes to the checked path, which decides and reports), the counts, the push (counted
+ * first, so that nothing but b is live across the push's possible call).
+ * pre: b = txa_block_of(p, kind), h != NULL does not own b. */
+static inline __attribute__((always_inline)) void free_remote(txa_heap *h, txa_block *b, void *p,
+                                                              unsigned kind) {
+  uintptr_t key = b->key_shared;
+  if (TXA_UNLIKELY(b->capacity == 0 || !txa_is_object_start(b, (uintptr_t)p)) ||
+      TXA_UNLIKELY(txa_may_be_free(b, *(uintptr_t *)p, key, kind))) {
+    free_slow(p, kind);
+    return;
+  }
+  TXALLOC_ASSERT(txa_object_index(b, (uintptr_t)p) >= 0);
+  unsigned c = b->class_shared;
+  txa_bump_counter(&h->cls[c].frees, 1);
+  txa_bump_counter(&h->cls[c].remote_frees, 1);
+  public_push(b, p, key);
+}
+static __attribute__((noinline)) void free_remote_small(txa_heap *h, txa_block *b, void *p) {
+  free_remote(h, b, p, TXA_KIND_SMALL);
+}
+static __attribute__((noinline)) void free_remote_medium(txa_heap *h, txa_block *b, void *p) {
+  free_remote(h, b, p, TXA_KIND_MEDIUM);
 }
 
 /* pre: kind is SMALL or MEDIUM. Returns false (after reporting) for a bad pointer. */
@@ -244,7 +273,7 @@ static __attribute__((noinline)) void free_checked(void *p, const char *op) {
 }
 
 /* pre: kind = txa_kind_of(p). */
-static __attribute__((noinline)) void free_slow(void *p, unsigned kind) {
+static void free_slow(void *p, unsigned kind) {
   if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
     free_in_block(p, kind, "free");
   } else if (p) {
@@ -254,17 +283,20 @@ static __attribute__((noinline)) void free_slow(void *p, unsigned kind) {
 
 /* The common case as a leaf, with few live registers: a valid object of a small or medium
  * block the calling thread owns, not looking free. A block it does not own tail-calls
- * free_remote. Everything else (NULL, whose granule is never ours; large objects, errors;
- * a thread without a heap; the first call before initialisation: the empty region map
- * says "not ours") tail-calls free_slow with the kind found here, which redoes the checks
- * and reports. */
+ * the remote free of its kind. Everything else (NULL, whose granule is never ours; large objects,
+ * errors; a thread without a heap; the first call before initialisation: the empty region map says
+ * "not ours") tail-calls free_slow with the kind found here, which redoes the checks and reports.
+ */
 static inline __attribute__((always_inline)) bool free_in_span(void *p, unsigned kind) {
   txa_block *b = txa_block_of((uintptr_t)p, kind);
   txa_heap *h = txa_tls_heap;
   if (TXA_UNLIKELY(h == NULL)) return false;
   if (TXA_LIKELY(atomic_load_explicit(&b->owner, memory_order_relaxed) == h))
     return txa_free_owned_by(h, b, p, kind);
-  free_remote(h, b, p);
+  if (kind == TXA_KIND_SMALL)
+    free_remote_small(h, b, p);
+  else
+    free_remote_medium(h, b, p);
   return true;
 }
 
