@@ -53,13 +53,19 @@ static inline void *alloc_size(size_t size, size_t zero_bytes) {
 
 static __attribute__((noinline)) void *malloc_slow(size_t size) { return alloc_size(size, 0); }
 
-/* The common case as a leaf without a stack frame: a small request of a thread with a heap,
- * served by the current block of its bin. Everything else (first call, medium and large
+/* The common case as a leaf without a stack frame: a small or medium request of a thread
+ * with a heap, served by the current block of its bin. Everything else (first call, large
  * sizes, a refill) tail-calls malloc_slow, which starts again from the size. */
 TXALLOC_API void *txalloc_malloc(size_t size) {
   txa_heap *h = txa_tls_heap;
-  if (TXA_LIKELY(size <= TXA_SMALL_MAX) && TXA_LIKELY(h != NULL)) {
-    unsigned c = txa_class_by_16[(size + 15) >> 4];
+  if (TXA_LIKELY(h != NULL)) {
+    unsigned c;
+    if (TXA_LIKELY(size <= TXA_SMALL_MAX))
+      c = txa_class_by_16[(size + 15) >> 4];
+    else if (size <= TXA_MEDIUM_MAX)
+      c = txa_class_by_64[(size + 63) >> 6];
+    else
+      return malloc_slow(size);
     void *p = txa_block_take(h->bins[c].current);
     if (TXA_LIKELY(p != NULL)) {
       txa_bump_counter(&h->cls[c].allocs, 1);

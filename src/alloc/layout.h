@@ -83,7 +83,8 @@ extern txa_class_info txa_classes[TXA_CLASSES]; /* sizes ascending */
 extern unsigned txa_class_count;
 /* Class of a request of `size` bytes (size <= TXA_MEDIUM_MAX). */
 extern TXA_HIDDEN uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
-extern uint8_t txa_class_by_64[TXA_MEDIUM_MAX / 64 + 1]; /* medium classes: whole lines */
+/* Medium classes: whole lines. */
+extern TXA_HIDDEN uint8_t txa_class_by_64[TXA_MEDIUM_MAX / 64 + 1];
 static inline unsigned txa_size_class(size_t size) {
   return size <= TXA_SMALL_MAX ? txa_class_by_16[(size + 15) >> 4]
                                : txa_class_by_64[(size + 63) >> 6];
