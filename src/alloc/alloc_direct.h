@@ -87,7 +87,8 @@ static inline bool txa_may_be_free(const txa_block *b, uintptr_t word, uintptr_t
  * which knows the chunk kind from its own earlier lookup (a carved granule keeps its kind
  * for the life of the process: region.c never uncarves). pre: p lies in a chunk of span
  * kind `kind` (SMALL or MEDIUM). When p is an object start of a block the calling thread
- * owns and does not look free (and not in secure mode), frees it and returns true.
+ * owns and does not look free (and not in secure mode: txa_is_object_start then fails),
+ * frees it and returns true.
  * Otherwise does nothing and returns false: txalloc_free's checked path must take p
  * (remote frees, bad and double frees, which it reports). txa_free_owned_by: the same once
  * the caller has found that heap h (not NULL) owns p's block b. The double-free filter runs
@@ -97,8 +98,7 @@ static inline bool txa_free_owned_by(txa_heap *h, txa_block *b, void *p, unsigne
   TXALLOC_ASSERT(h != NULL && atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
   if (TXA_UNLIKELY(!txa_is_object_start(b, (uintptr_t)p))) return false;
   uintptr_t key = b->key;
-  if (TXA_UNLIKELY(txa_may_be_free(b, *(uintptr_t *)p, key, kind)) || TXA_UNLIKELY(txa_g.secure))
-    return false;
+  if (TXA_UNLIKELY(txa_may_be_free(b, *(uintptr_t *)p, key, kind))) return false;
   TXALLOC_ASSERT(txa_object_index(b, (uintptr_t)p) >= 0);
   txa_owner_free(h, b, p, b->class_id);
   return true;

@@ -152,9 +152,10 @@ struct txa_block {
   /* The block is its bin's current one (written by the owner under its ring lock): remote
    * frees then skip the release check, which would read line 0 (heap.c). */
   _Atomic(uint8_t) current_hint;
-  /* The object-start test of the owner's free (txa_is_object_start), set with capacity by
+  /* The fast frees' object-start test (txa_is_object_start), set with capacity by
    * txa_block_init: start_magic = floor(2^64 / size) + 1, start_bound = capacity x
-   * (start_magic x size mod 2^64). Valid while the block has an owner. */
+   * (start_magic x size mod 2^64), or 0 in secure mode, where every free must take the
+   * checked path. Valid while the block has an owner. */
   uint64_t start_magic;
   uint64_t start_bound;
   /* line 2: the public free list, target of remote frees' CAS: head and length packed in
@@ -180,8 +181,9 @@ static inline int64_t txa_object_index(const txa_block *b, uintptr_t a) {
   if (TXA_UNLIKELY(idx >= b->capacity || idx * b->size != off)) return -1;
   return (int64_t)idx;
 }
-/* The owner's object-start test, equal to txa_object_index(b, a) >= 0 while b has an owner
- * (an empty block has a stale bound): one multiplication and one compare. With d = size,
+/* The fast frees' object-start test, equal to txa_object_index(b, a) >= 0 while b has an
+ * owner (an empty block has a stale bound), always false in secure mode (so the fast paths
+ * need no test of the mode): one multiplication and one compare. With d = size,
  * M = start_magic and e = M x d - 2^64 (1 <= e <= d), an offset n = q x d + r below 2^32
  * gives n x M mod 2^64 = q x e + r x M without wrapping (M >= 2^47 > e + 2^32): at least
  * M > start_bound when r > 0, else q x e, below start_bound = capacity x e exactly when
@@ -191,14 +193,6 @@ static inline bool txa_is_object_start(const txa_block *b, uintptr_t a) {
   uint32_t n = (uint32_t)a - (uint32_t)(uintptr_t)b - b->first_offset;
   return (uint64_t)n * b->start_magic < b->start_bound;
 }
-/* Sets start_magic and start_bound from b's size and capacity (txa_block_init). */
-static inline void txa_block_set_start_test(txa_block *b) {
-  uint64_t magic = UINT64_MAX / b->size + 1;
-  if (magic * b->size == 0) magic++; /* a power of two: e must not be 0 */
-  b->start_magic = magic;
-  b->start_bound = (uint64_t)b->capacity * (magic * b->size);
-}
-
 static inline uintptr_t txa_encode(void *next, uintptr_t key) { return (uintptr_t)next ^ key; }
 static inline void *txa_decode(uintptr_t link, uintptr_t key) { return (void *)(link ^ key); }
 
@@ -337,5 +331,14 @@ typedef struct txa_globals {
   int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
 } txa_globals;
 extern TXA_HIDDEN txa_globals txa_g;
+
+/* Sets start_magic and start_bound from b's size and capacity and the mode (txa_block_init;
+ * secure is fixed before the first block). */
+static inline void txa_block_set_start_test(txa_block *b) {
+  uint64_t magic = UINT64_MAX / b->size + 1;
+  if (magic * b->size == 0) magic++; /* a power of two: e must not be 0 */
+  b->start_magic = magic;
+  b->start_bound = txa_g.secure ? 0 : (uint64_t)b->capacity * (magic * b->size);
+}
 
 #endif
