@@ -187,17 +187,19 @@ static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void
 }
 
 /* A free into block b, which heap h (not NULL) does not own: its owner's (or, abandoned,
- * its adopter's) public list. pre: b = txa_block_of(p, its kind). */
-static inline __attribute__((always_inline)) void free_not_owned(txa_heap *h, txa_block *b, void *p,
+ * its adopter's) public list. pre: b = txa_block_of(p, its kind). Returns false (after
+ * reporting) for a bad pointer. */
+static inline __attribute__((always_inline)) bool free_not_owned(txa_heap *h, txa_block *b, void *p,
                                                                  const char *op) {
   if (TXA_UNLIKELY(txa_object_index(b, (uintptr_t)p) < 0)) {
     report_bad_object(op, p, b);
-    return;
+    return false;
   }
   unsigned c = b->class_shared;
-  if (!remote_free(b, p, op)) return;
+  if (!remote_free(b, p, op)) return false;
   txa_bump_counter(&h->cls[c].frees, 1);
   txa_bump_counter(&h->cls[c].remote_frees, 1);
+  return true;
 }
 
 static __attribute__((noinline)) void free_slow(void *p, unsigned kind);
@@ -256,10 +258,7 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
     return true;
   }
   if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
-  if (h) {
-    free_not_owned(h, b, p, op);
-    return true;
-  }
+  if (h) return free_not_owned(h, b, p, op);
   if (!remote_free(b, p, op)) return false;
   atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);
@@ -279,7 +278,7 @@ static __attribute__((noinline)) void free_checked(void *p, const char *op) {
 }
 
 /* pre: kind = txa_kind_of(p). */
-static void free_slow(void *p, unsigned kind) {
+static __attribute__((noinline)) void free_slow(void *p, unsigned kind) {
   if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
     free_in_block(p, kind, "free");
   } else if (p) {
