@@ -53,13 +53,19 @@ static inline void *alloc_size(size_t size, size_t zero_bytes) {
 
 static __attribute__((noinline)) void *malloc_slow(size_t size) { return alloc_size(size, 0); }
 
-/* The common case as a leaf without a stack frame: a small request of a thread with a heap,
- * served by the current block of its bin. Everything else (first call, medium and large
+/* The common case as a leaf without a stack frame: a small or medium request of a thread
+ * with a heap, served by the current block of its bin. Everything else (first call, large
  * sizes, a refill) tail-calls malloc_slow, which starts again from the size. */
 TXALLOC_API void *txalloc_malloc(size_t size) {
   txa_heap *h = txa_tls_heap;
-  if (TXA_LIKELY(size <= TXA_SMALL_MAX) && TXA_LIKELY(h != NULL)) {
-    unsigned c = txa_class_by_16[(size + 15) >> 4];
+  if (TXA_LIKELY(h != NULL)) {
+    unsigned c;
+    if (TXA_LIKELY(size <= TXA_SMALL_MAX))
+      c = txa_class_by_16[(size + 15) >> 4];
+    else if (size <= TXA_MEDIUM_MAX)
+      c = txa_class_by_64[(size + 63) >> 6];
+    else
+      return malloc_slow(size);
     void *p = txa_block_take(h->bins[c].current);
     if (TXA_LIKELY(p != NULL)) {
       txa_bump_counter(&h->cls[c].allocs, 1);
@@ -151,14 +157,9 @@ static void report_double_free(const char *op, const void *p, const txa_block *b
 
 /* ---- free ---- */
 
-/* Returns false (after reporting) for a double free. */
-static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void *p,
-                                                              const char *op) {
-  uintptr_t key = b->key_shared;
-  if (txa_g.free_check && TXA_UNLIKELY(looks_free(b, p, key))) {
-    report_double_free(op, p, b);
-    return false;
-  }
+/* Pushes p onto b's public list (key: b's). */
+static inline __attribute__((always_inline)) void public_push(txa_block *b, void *p,
+                                                              uintptr_t key) {
   uint64_t old = atomic_load_explicit(&b->public_free, memory_order_relaxed);
   do {
     *(uintptr_t *)p = txa_encode(txa_public_head(old), key);
@@ -171,7 +172,63 @@ static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void
   if (!atomic_load_explicit(&b->current_hint, memory_order_relaxed) &&
       txa_public_count(old) + 1 == txa_used_acquire(b))
     txa_heap_offer_release(b);
+}
+
+/* Returns false (after reporting) for a double free. */
+static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void *p,
+                                                              const char *op) {
+  uintptr_t key = b->key_shared;
+  if (txa_g.free_check && TXA_UNLIKELY(looks_free(b, p, key))) {
+    report_double_free(op, p, b);
+    return false;
+  }
+  public_push(b, p, key);
   return true;
+}
+
+/* A free into block b, which heap h (not NULL) does not own: its owner's (or, abandoned,
+ * its adopter's) public list. pre: b = txa_block_of(p, its kind). Returns false (after
+ * reporting) for a bad pointer. */
+static inline __attribute__((always_inline)) bool free_not_owned(txa_heap *h, txa_block *b, void *p,
+                                                                 const char *op) {
+  if (TXA_UNLIKELY(txa_object_index(b, (uintptr_t)p) < 0)) {
+    report_bad_object(op, p, b);
+    return false;
+  }
+  unsigned c = b->class_shared;
+  if (!remote_free(b, p, op)) return false;
+  txa_bump_counter(&h->cls[c].frees, 1);
+  txa_bump_counter(&h->cls[c].remote_frees, 1);
+  return true;
+}
+
+static __attribute__((noinline)) void free_slow(void *p, unsigned kind);
+
+/* txalloc_free's remote free of an object of span kind `kind` (SMALL or MEDIUM), without
+ * the checked path's dispatch: the object-start test (an empty block, capacity 0, has a
+ * stale bound), txa_may_be_free's filter in place of the exact double-free test (a hit
+ * goes to the checked path, which decides and reports), the counts, the push (counted
+ * first, so that nothing but b is live across the push's possible call).
+ * pre: b = txa_block_of(p, kind), h != NULL does not own b. */
+static inline __attribute__((always_inline)) void free_remote(txa_heap *h, txa_block *b, void *p,
+                                                              unsigned kind) {
+  uintptr_t key = b->key_shared;
+  if (TXA_UNLIKELY(b->capacity == 0 || !txa_is_object_start(b, (uintptr_t)p)) ||
+      TXA_UNLIKELY(txa_may_be_free(b, *(uintptr_t *)p, key, kind))) {
+    free_slow(p, kind);
+    return;
+  }
+  TXALLOC_ASSERT(txa_object_index(b, (uintptr_t)p) >= 0);
+  unsigned c = b->class_shared;
+  txa_bump_counter(&h->cls[c].frees, 1);
+  txa_bump_counter(&h->cls[c].remote_frees, 1);
+  public_push(b, p, key);
+}
+static __attribute__((noinline)) void free_remote_small(txa_heap *h, txa_block *b, void *p) {
+  free_remote(h, b, p, TXA_KIND_SMALL);
+}
+static __attribute__((noinline)) void free_remote_medium(txa_heap *h, txa_block *b, void *p) {
+  free_remote(h, b, p, TXA_KIND_MEDIUM);
 }
 
 /* pre: kind is SMALL or MEDIUM. Returns false (after reporting) for a bad pointer. */
@@ -201,14 +258,10 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
     return true;
   }
   if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
+  if (h) return free_not_owned(h, b, p, op);
   if (!remote_free(b, p, op)) return false;
-  if (h) {
-    txa_bump_counter(&h->cls[c].frees, 1);
-    txa_bump_counter(&h->cls[c].remote_frees, 1);
-  } else {
-    atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);
-  }
+  atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);
   return true;
 }
 
@@ -233,14 +286,32 @@ static __attribute__((noinline)) void free_slow(void *p, unsigned kind) {
   }
 }
 
-/* The common case as a leaf, with few live registers: a valid object of a small block the
- * calling thread owns, not looking free. Everything else (NULL, whose granule is never
- * ours; medium objects; remote frees, large objects, errors; the first call before
- * initialisation: the empty region map says "not ours") tail-calls free_slow with the
- * kind found here, which redoes the checks and reports. */
+/* The common case as a leaf, with few live registers: a valid object of a small or medium
+ * block the calling thread owns, not looking free. A block it does not own tail-calls
+ * the remote free of its kind. Everything else (NULL, whose granule is never ours; large objects,
+ * errors; a thread without a heap; the first call before initialisation: the empty region map says
+ * "not ours") tail-calls free_slow with the kind found here, which redoes the checks and reports.
+ */
+static inline __attribute__((always_inline)) bool free_in_span(void *p, unsigned kind) {
+  txa_block *b = txa_block_of((uintptr_t)p, kind);
+  txa_heap *h = txa_tls_heap;
+  if (TXA_UNLIKELY(h == NULL)) return false;
+  if (TXA_LIKELY(atomic_load_explicit(&b->owner, memory_order_relaxed) == h))
+    return txa_free_owned_by(h, b, p, kind);
+  if (kind == TXA_KIND_SMALL)
+    free_remote_small(h, b, p);
+  else
+    free_remote_medium(h, b, p);
+  return true;
+}
+
 TXALLOC_API void txalloc_free(void *p) {
   unsigned kind = txa_kind_of((uintptr_t)p);
-  if (TXA_LIKELY(kind == TXA_KIND_SMALL) && TXA_LIKELY(txa_free_owned(p, TXA_KIND_SMALL))) return;
+  if (TXA_LIKELY(kind == TXA_KIND_SMALL)) {
+    if (TXA_LIKELY(free_in_span(p, TXA_KIND_SMALL))) return;
+  } else if (kind == TXA_KIND_MEDIUM && free_in_span(p, TXA_KIND_MEDIUM)) {
+    return;
+  }
   free_slow(p, kind);
 }
 

@@ -73,28 +73,42 @@ static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c
   txa_owner_push(h, b, p, c);
 }
 
+/* A filter for the owner's free: false when word, the first word of an object of block b
+ * (span kind `kind`), cannot be an encoded free-list link, i.e. when word ^ key is neither
+ * NULL (the end of a list) nor an address in b. True also for a few live objects (word ^ key
+ * below the span size): the checked path then decides exactly (alloc.c's looks_free). */
+static inline bool txa_may_be_free(const txa_block *b, uintptr_t word, uintptr_t key,
+                                   unsigned kind) {
+  uintptr_t span_of_link = (word ^ key) & ~(uintptr_t)(txa_span_size(kind) - 1);
+  return span_of_link == 0 || span_of_link == (uintptr_t)b;
+}
+
 /* txalloc_free's common case (alloc.c), shared with txmem's release of committed frees,
  * which knows the chunk kind from its own earlier lookup (a carved granule keeps its kind
  * for the life of the process: region.c never uncarves). pre: p lies in a chunk of span
  * kind `kind` (SMALL or MEDIUM). When p is an object start of a block the calling thread
- * owns and does not look free (and not in secure mode), frees it and returns true.
+ * owns and does not look free (and not in secure mode: txa_is_object_start then fails),
+ * frees it and returns true.
  * Otherwise does nothing and returns false: txalloc_free's checked path must take p
- * (remote frees, bad and double frees, which it reports). */
+ * (remote frees, bad and double frees, which it reports). txa_free_owned_by: the same once
+ * the caller has found that heap h (not NULL) owns p's block b. The double-free filter runs
+ * whether or not option free_check is on: it only sends p to the checked path, which
+ * reports according to the option. */
+static inline bool txa_free_owned_by(txa_heap *h, txa_block *b, void *p, unsigned kind) {
+  TXALLOC_ASSERT(h != NULL && atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
+  if (TXA_UNLIKELY(!txa_is_object_start(b, (uintptr_t)p))) return false;
+  uintptr_t key = b->key;
+  if (TXA_UNLIKELY(txa_may_be_free(b, *(uintptr_t *)p, key, kind))) return false;
+  TXALLOC_ASSERT(txa_object_index(b, (uintptr_t)p) >= 0);
+  txa_owner_free(h, b, p, b->class_id);
+  return true;
+}
 static inline bool txa_free_owned(void *p, unsigned kind) {
-  uintptr_t a = (uintptr_t)p;
-  txa_block *b = txa_block_of(a, kind);
+  txa_block *b = txa_block_of((uintptr_t)p, kind);
   txa_heap *h = txa_tls_heap;
-  if (TXA_LIKELY(h != NULL) && atomic_load_explicit(&b->owner, memory_order_relaxed) == h &&
-      TXA_LIKELY(txa_object_index(b, a) >= 0)) {
-    uintptr_t key = b->key;
-    uintptr_t d = *(uintptr_t *)p ^ key;
-    if (TXA_LIKELY(!txa_g.free_check || (d != 0 && d - (uintptr_t)b >= txa_span_size(kind))) &&
-        TXA_LIKELY(!txa_g.secure)) {
-      txa_owner_free(h, b, p, b->class_id);
-      return true;
-    }
-  }
-  return false;
+  if (TXA_UNLIKELY(h == NULL || atomic_load_explicit(&b->owner, memory_order_relaxed) != h))
+    return false;
+  return txa_free_owned_by(h, b, p, kind);
 }
 
 /* ---- The operations for the layers above ---- */

@@ -90,6 +90,7 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   b->size = ci->size;
   b->class_shared = (uint16_t)c;
   b->capacity = ci->capacity;
+  txa_block_set_start_test(b);
   b->free = NULL;
   /* The heap's colour: bump [start, end) first, then [first object, start). */
   uint32_t start = (uint32_t)(((uint64_t)ci->capacity * h->colour) >> 32);

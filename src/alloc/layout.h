@@ -40,6 +40,9 @@
 #define TXA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TXA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TXA_CACHE_LINE 64
+/* The allocator's globals are internal to whatever links it (no txa_ symbol is exported):
+ * declared hidden, the fast paths address them directly instead of through the GOT. */
+#define TXA_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- Geometry ---- */
 #define TXA_BLOCK_SHIFT 14 /* small blocks: 16 KiB, aligned to their size */
@@ -79,8 +82,9 @@ typedef struct txa_class_info {
 extern txa_class_info txa_classes[TXA_CLASSES]; /* sizes ascending */
 extern unsigned txa_class_count;
 /* Class of a request of `size` bytes (size <= TXA_MEDIUM_MAX). */
-extern uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
-extern uint8_t txa_class_by_64[TXA_MEDIUM_MAX / 64 + 1]; /* medium classes: whole lines */
+extern TXA_HIDDEN uint8_t txa_class_by_16[TXA_SMALL_MAX / 16 + 1];
+/* Medium classes: whole lines. */
+extern TXA_HIDDEN uint8_t txa_class_by_64[TXA_MEDIUM_MAX / 64 + 1];
 static inline unsigned txa_size_class(size_t size) {
   return size <= TXA_SMALL_MAX ? txa_class_by_16[(size + 15) >> 4]
                                : txa_class_by_64[(size + 63) >> 6];
@@ -97,12 +101,13 @@ enum txa_kind {
 };
 /* Two levels: a static root of 8192 leaf pointers; a leaf (16 KiB, one byte per granule)
  * is mapped when the first granule it covers becomes ours, and is never unmapped. */
-extern _Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
+extern TXA_HIDDEN _Atomic(uint8_t *) txa_region_map[TXA_MAP_ROOT_ENTRIES];
 
 static inline unsigned txa_kind_of(uintptr_t a) {
-  if (TXA_UNLIKELY(a >> TXA_ADDRESS_BITS)) return TXA_KIND_NONE;
-  uint8_t *leaf = atomic_load_explicit(
-      &txa_region_map[a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS)], memory_order_acquire);
+  /* The root index is below TXA_MAP_ROOT_ENTRIES exactly when a is below 2^47. */
+  uintptr_t root = a >> (TXA_GRANULE_SHIFT + TXA_MAP_LEAF_BITS);
+  if (TXA_UNLIKELY(root >= TXA_MAP_ROOT_ENTRIES)) return TXA_KIND_NONE;
+  uint8_t *leaf = atomic_load_explicit(&txa_region_map[root], memory_order_acquire);
   if (TXA_UNLIKELY(!leaf)) return TXA_KIND_NONE;
   return __atomic_load_n(&leaf[(a >> TXA_GRANULE_SHIFT) & (TXA_MAP_LEAF_ENTRIES - 1)],
                          __ATOMIC_RELAXED);
@@ -147,6 +152,12 @@ struct txa_block {
   /* The block is its bin's current one (written by the owner under its ring lock): remote
    * frees then skip the release check, which would read line 0 (heap.c). */
   _Atomic(uint8_t) current_hint;
+  /* The fast frees' object-start test (txa_is_object_start), set with capacity by
+   * txa_block_init: start_magic = floor(2^64 / size) + 1, start_bound = capacity x
+   * (start_magic x size mod 2^64), or 0 in secure mode, where every free must take the
+   * checked path. Valid while the block has an owner. */
+  uint64_t start_magic;
+  uint64_t start_bound;
   /* line 2: the public free list, target of remote frees' CAS: head and length packed in
    * one word (txa_public_pack), so the owner takes both with one exchange. */
   _Alignas(TXA_CACHE_LINE) _Atomic(uint64_t) public_free;
@@ -169,6 +180,18 @@ static inline int64_t txa_object_index(const txa_block *b, uintptr_t a) {
   uint64_t idx = (off * b->inverse) >> 40;
   if (TXA_UNLIKELY(idx >= b->capacity || idx * b->size != off)) return -1;
   return (int64_t)idx;
+}
+/* The fast frees' object-start test, equal to txa_object_index(b, a) >= 0 while b has an
+ * owner (an empty block has a stale bound), always false in secure mode (so the fast paths
+ * need no test of the mode): one multiplication and one compare. With d = size,
+ * M = start_magic and e = M x d - 2^64 (1 <= e <= d), an offset n = q x d + r below 2^32
+ * gives n x M mod 2^64 = q x e + r x M without wrapping (M >= 2^47 > e + 2^32): at least
+ * M > start_bound when r > 0, else q x e, below start_bound = capacity x e exactly when
+ * q < capacity. A 32-bit offset keeps n below 2^32: an address in the header wraps to
+ * above 2^32 - 2^20, a quotient beyond any capacity. */
+static inline bool txa_is_object_start(const txa_block *b, uintptr_t a) {
+  uint32_t n = (uint32_t)a - (uint32_t)(uintptr_t)b - b->first_offset;
+  return (uint64_t)n * b->start_magic < b->start_bound;
 }
 static inline uintptr_t txa_encode(void *next, uintptr_t key) { return (uintptr_t)next ^ key; }
 static inline void *txa_decode(uintptr_t link, uintptr_t key) { return (void *)(link ^ key); }
@@ -307,6 +330,15 @@ typedef struct txa_globals {
   size_t region_size;
   int stats_fd; /* duplicate of stderr for the exit statistics, or -1 */
 } txa_globals;
-extern txa_globals txa_g;
+extern TXA_HIDDEN txa_globals txa_g;
+
+/* Sets start_magic and start_bound from b's size and capacity and the mode (txa_block_init;
+ * secure is fixed before the first block). */
+static inline void txa_block_set_start_test(txa_block *b) {
+  uint64_t magic = UINT64_MAX / b->size + 1;
+  if (magic * b->size == 0) magic++; /* a power of two: e must not be 0 */
+  b->start_magic = magic;
+  b->start_bound = txa_g.secure ? 0 : (uint64_t)b->capacity * (magic * b->size);
+}
 
 #endif
