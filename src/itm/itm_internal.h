@@ -53,7 +53,6 @@ typedef struct itm_thread {
   unsigned depth;        /* levels of ABI blocks running (tm_depth(), without the call) */
   bool serial;           /* this thread holds serial mode (until its top level ends) */
   bool want_serial;      /* the block's next top-level attempt runs in serial mode */
-  bool fork_ready;       /* the fork handlers are registered (itm_fork_handlers_register) */
   uint64_t transactions; /* top-level blocks begun (transaction ids) */
   itm_entry *entries;    /* the undo log and the actions, oldest first */
   size_t entry_count, entry_cap;
@@ -117,8 +116,6 @@ static inline void itm_enter_shared(itm_thread *t) {
   if (ITM_UNLIKELY(__atomic_load_n(&itm_serial_owner, __ATOMIC_SEQ_CST) != NULL))
     itm_enter_shared_wait(t);
 }
-/* Registers the fork handlers once per process (at a top-level commit: itm_serial.c). */
-void itm_fork_handlers_register(itm_thread *t);
 /* The top-level block ended (commit or cancel): inactive, and out of serial mode. */
 void itm_leave_serial(itm_thread *t);
 static inline void itm_leave(itm_thread *t) {

@@ -133,9 +133,10 @@ void itm_go_serial(void) {
  * is outside every block unless it is serial itself, which already excludes the others).
  * The child has only the forking thread: every other record is free there. It registers
  * for membarrier again (its new address space may not inherit the registration).
- * The handlers are registered at the first top-level commit, after the runtime's, txmem's
- * and the allocator's (a block has run by then): prepare handlers run in reverse order, so
- * this wait comes before they take their locks, which a thread inside a block may need. */
+ * The handlers are registered when the library is loaded, after the runtime's, txmem's and
+ * the allocator's: prepare handlers run in reverse order, so this wait comes before they
+ * take their locks, which a thread inside a block may need. (A handler registered while
+ * another thread forks does not run for that fork; at load no thread is in a block.) */
 static itm_record fork_owner; /* the owner while a fork excludes the blocks; in no list */
 static bool fork_excluded;
 
@@ -172,13 +173,11 @@ static void fork_child(void) {
   register_membarrier();
 }
 
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-static void fork_register(void) {
+/* At load: setting this thread up in the runtime and allocating through txmem registers the
+ * runtime's, txmem's and the allocator's handlers; then this layer's. */
+__attribute__((constructor)) static void fork_handlers_register(void) {
+  tm_thread_init();
+  tm_free(tm_malloc(1));
   if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
     itm_fatal("pthread_atfork failed");
-}
-
-void itm_fork_handlers_register(itm_thread *t) {
-  pthread_once(&fork_once, fork_register);
-  t->fork_ready = true;
 }

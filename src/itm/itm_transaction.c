@@ -117,7 +117,6 @@ void _ITM_commitTransaction(void) {
     return;
   }
   itm_leave(t);
-  if (ITM_UNLIKELY(!t->fork_ready)) itm_fork_handlers_register(t);
   if (t->entry_count) itm_actions_commit_top(t);
 }
 

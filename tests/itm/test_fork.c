@@ -55,8 +55,6 @@ static int child_blocks(void) {
 }
 
 int main(void) {
-  /* The fork handlers are registered at the process's first top-level commit (docs/itm.md). */
-  __transaction_atomic { counter++; }
   pthread_t threads[SERIAL_THREADS + ATOMIC_THREADS];
   for (int i = 0; i < SERIAL_THREADS + ATOMIC_THREADS; i++)
     CHECK(pthread_create(&threads[i], NULL, i < SERIAL_THREADS ? serial_worker : atomic_worker,
