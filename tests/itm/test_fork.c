@@ -55,6 +55,10 @@ static int child_blocks(void) {
 }
 
 int main(void) {
+  /* This thread's ABI state is made before the forks, so that a child allocates nothing to
+   * run its blocks: in the sanitizer builds malloc is the sanitizer's, which a fork can
+   * leave locked by a thread that was allocating. */
+  __transaction_atomic { counter++; }
   pthread_t threads[SERIAL_THREADS + ATOMIC_THREADS];
   for (int i = 0; i < SERIAL_THREADS + ATOMIC_THREADS; i++)
     CHECK(pthread_create(&threads[i], NULL, i < SERIAL_THREADS ? serial_worker : atomic_worker,
