@@ -48,7 +48,6 @@ typedef struct itm_record {
 
 typedef struct itm_thread {
   itm_checkpoint *chunks[ITM_CHUNKS];
-  itm_checkpoint *top_checkpoint; /* level 1's: the begin's common case reads it */
   itm_record *record;
   unsigned depth;        /* levels of ABI blocks running (tm_depth(), without the call) */
   bool serial;           /* this thread holds serial mode (until its top level ends) */

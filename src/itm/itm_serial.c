@@ -35,8 +35,6 @@ static void register_membarrier(void) {
 #endif
 }
 
-__attribute__((constructor)) static void serial_init(void) { register_membarrier(); }
-
 itm_record *itm_record_take(void) {
   pthread_mutex_lock(&records_lock);
   itm_record *r = records;
@@ -173,9 +171,11 @@ static void fork_child(void) {
   register_membarrier();
 }
 
-/* At load: setting this thread up in the runtime and allocating through txmem registers the
- * runtime's, txmem's and the allocator's handlers; then this layer's. */
-__attribute__((constructor)) static void fork_handlers_register(void) {
+/* At load: membarrier; then setting this thread up in the runtime and allocating through
+ * txmem registers the runtime's, txmem's and the allocator's fork handlers, and then this
+ * layer's. */
+__attribute__((constructor)) static void serial_init(void) {
+  register_membarrier();
   tm_thread_init();
   tm_free(tm_malloc(1));
   if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)

@@ -25,9 +25,19 @@ static inline bool needs_serial(uint32_t properties) {
 }
 
 /* Which code runs: the uninstrumented path only in serial mode (alone), when there is one. */
-static inline uint32_t answer(const itm_thread *t, const itm_checkpoint *cp) {
-  return t->serial && (cp->properties & itm_pr_uninstrumentedCode) ? itm_a_runUninstrumentedCode
-                                                                   : itm_a_runInstrumentedCode;
+static inline uint32_t answer(const itm_thread *t, uint32_t properties) {
+  return t->serial && (properties & itm_pr_uninstrumentedCode) ? itm_a_runUninstrumentedCode
+                                                               : itm_a_runInstrumentedCode;
+}
+
+/* The level's checkpoint as its first entry finds it. */
+static inline itm_checkpoint *checkpoint_begun(itm_checkpoint *cp, int flags, uint32_t properties,
+                                               uint32_t run_code) {
+  cp->flags = flags;
+  cp->properties = properties;
+  cp->entered = 0;
+  cp->first_code = run_code | itm_a_saveLiveVariables;
+  return cp;
 }
 
 /* itm_begin_prepare's general case: a thread's first block, a nested block, serial mode
@@ -52,12 +62,8 @@ begin_prepare_other(itm_thread *t, uint32_t properties, uintptr_t caller_sp) {
     itm_go_serial(); /* restarts the outermost block, alone */
   }
   itm_checkpoint *cp = itm_checkpoint_of(t, depth + 1);
-  cp->flags = flags;
-  cp->properties = properties;
-  cp->entered = 0;
-  cp->first_code = answer(t, cp) | itm_a_saveLiveVariables;
   t->depth = depth + 1; /* tm_start_ begins the level next */
-  return cp;
+  return checkpoint_begun(cp, flags, properties, answer(t, properties));
 }
 
 /* Called by _ITM_beginTransaction before tm_start_: the level's checkpoint and flags.
@@ -70,15 +76,13 @@ itm_checkpoint *itm_begin_prepare(uint32_t properties, uintptr_t caller_sp) {
       ITM_LIKELY(!needs_serial(properties) && !t->want_serial)) {
     itm_mark_active(t);
     if (ITM_LIKELY(__atomic_load_n(&itm_serial_owner, __ATOMIC_SEQ_CST) == NULL)) {
-      itm_checkpoint *cp = t->top_checkpoint;
-      cp->flags = (properties & itm_pr_readOnly) ? TM_FLAG_READ_ONLY : TM_FLAG_NONE;
-      cp->properties = properties;
-      cp->entered = 0;
-      cp->first_code = itm_a_runInstrumentedCode | itm_a_saveLiveVariables;
       t->transactions++;
       itm_stack_top = caller_sp;
       t->depth = 1;
-      return cp;
+      /* Level 1's checkpoint: chunk 0 is made with the thread (itm_thread_setup). */
+      return checkpoint_begun(&t->chunks[0][1],
+                              (properties & itm_pr_readOnly) ? TM_FLAG_READ_ONLY : TM_FLAG_NONE,
+                              properties, itm_a_runInstrumentedCode);
     }
   }
   return begin_prepare_other(t, properties, caller_sp);
@@ -104,7 +108,7 @@ uint32_t itm_begin_result(itm_checkpoint *cp, int started) {
   }
   t->depth = cp->level;
   if (t->entry_count) itm_actions_undo(t, cp->level);
-  return answer(t, cp) | itm_a_restoreLiveVariables;
+  return answer(t, cp->properties) | itm_a_restoreLiveVariables;
 }
 
 void _ITM_commitTransaction(void) {
