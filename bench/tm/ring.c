@@ -219,9 +219,8 @@ static placement measure_placement(ring_node *const *nodes, long count) {
   placement pl = {.line = option_value("htm_line"), .sets = option_value("htm_l1_sets")};
   long *per_set = calloc((size_t)pl.sets, sizeof *per_set);
   uintptr_t *lines = malloc((size_t)count * 2 * sizeof *lines);
-  uintptr_t *pages = malloc((size_t)count * 2 * sizeof *pages);
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-  if (!per_set || !lines || !pages) {
+  if (!per_set || !lines) {
     fprintf(stderr, "ring: out of memory\n");
     exit(1);
   }
@@ -231,23 +230,19 @@ static placement measure_placement(ring_node *const *nodes, long count) {
     long set = (long)((base / (uintptr_t)pl.line) % (uintptr_t)pl.sets);
     if (per_set[set]++ == 0) pl.sets_used++;
     if (per_set[set] > pl.max_per_set) pl.max_per_set = per_set[set];
-    pages[n] = base / page;
     lines[n++] = base / (uintptr_t)pl.line;
     uintptr_t last = (base + RING_TOUCHED - 1) / (uintptr_t)pl.line;
-    if (last != lines[n - 1]) {
-      pages[n] = (base + RING_TOUCHED - 1) / page;
-      lines[n++] = last;
-    }
+    if (last != lines[n - 1]) lines[n++] = last;
   }
+  /* Sorted lines give the pages in order too (a line lies within one page). */
   qsort(lines, (size_t)n, sizeof *lines, compare_address);
-  qsort(pages, (size_t)n, sizeof *pages, compare_address);
   for (long i = 0; i < n; i++) {
     pl.lines_touched += i == 0 || lines[i] != lines[i - 1];
-    pl.pages_touched += i == 0 || pages[i] != pages[i - 1];
+    pl.pages_touched +=
+        i == 0 || lines[i] * (uintptr_t)pl.line / page != lines[i - 1] * (uintptr_t)pl.line / page;
   }
   free(per_set);
   free(lines);
-  free(pages);
   return pl;
 }
 

@@ -33,17 +33,12 @@ lib="$build/libtxalloc.so"
 [ -x "$ring" ] || { echo "ring_reference.sh: $ring not built" >&2; exit 2; }
 [ -r "$lib" ] || { echo "ring_reference.sh: $lib not built" >&2; exit 2; }
 
-# One run: "rate pages" from the ring's JSON.
-one() {
-  "$@" --duration "$duration" 2>/dev/null | python3 -c \
-    'import json, sys; r = json.load(sys.stdin)["results"]; print(r["traversals_per_s"], r["pages_touched"])'
-}
+for s in $sizes; do
+  [[ "$s" =~ ^[0-9]+$ ]] && [ "$s" -ge 16 ] && [ "$s" -le 4096 ] ||
+    { echo "ring_reference.sh: --sizes: '$s' is not a node size in 16..4096" >&2; exit 2; }
+done
 
-python3 - "$runs" "$sizes" <<'PY' > /dev/null || { echo "ring_reference.sh: bad --sizes" >&2; exit 2; }
-import sys
-assert all(16 <= int(s) <= 4096 for s in sys.argv[2].split())
-PY
-
+# Each run appends "SIZE PLACEMENT JSON" to the raw file; one pass reads them at the end.
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 count=$(wc -w <<< "$sizes")
@@ -52,20 +47,21 @@ for s in $sizes; do
   i=$((i + 1))
   echo "ring_reference.sh: node size $s ($i of $count)" >&2
   for _ in $(seq "$runs"); do
-    echo "$s arena $(one "$ring" --arena --node-size "$s")" >> "$raw"
-    echo "$s glibc $(one "$ring" --node-size "$s")" >> "$raw"
-    echo "$s txalloc $(LD_PRELOAD="$lib" one "$ring" --node-size "$s")" >> "$raw"
+    echo "$s arena $("$ring" --arena --node-size "$s" --duration "$duration" 2>/dev/null)" >> "$raw"
+    echo "$s glibc $("$ring" --node-size "$s" --duration "$duration" 2>/dev/null)" >> "$raw"
+    echo "$s txalloc $(LD_PRELOAD="$lib" "$ring" --node-size "$s" --duration "$duration" 2>/dev/null)" >> "$raw"
   done
 done
 
 python3 - "$raw" "$runs" "$duration" <<'PY'
-import statistics, sys
+import json, statistics, sys
 from collections import defaultdict
 rates, pages = defaultdict(list), {}
 for line in open(sys.argv[1]):
-    size, who, rate, page = line.split()
-    rates[(int(size), who)].append(float(rate))
-    pages[(int(size), who)] = int(page)
+    size, who, record = line.split(" ", 2)
+    results = json.loads(record)["results"]
+    rates[(int(size), who)].append(float(results["traversals_per_s"]))
+    pages[(int(size), who)] = int(results["pages_touched"])
 who = ("arena", "glibc", "txalloc")
 sizes = sorted({s for s, _ in rates})
 med = {k: statistics.median(v) for k, v in rates.items()}
