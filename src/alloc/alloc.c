@@ -59,6 +59,8 @@ static __attribute__((noinline)) void *malloc_slow(size_t size) { return alloc_s
 TXALLOC_API void *txalloc_malloc(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXA_LIKELY(h != NULL)) {
+    /* txa_size_class's two tables, with the large test after the small one: a small
+     * request pays one compare. */
     unsigned c;
     if (TXA_LIKELY(size <= TXA_SMALL_MAX))
       c = txa_class_by_16[(size + 15) >> 4];
@@ -186,22 +188,6 @@ static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void
   return true;
 }
 
-/* A free into block b, which heap h (not NULL) does not own: its owner's (or, abandoned,
- * its adopter's) public list. pre: b = txa_block_of(p, its kind). Returns false (after
- * reporting) for a bad pointer. */
-static inline __attribute__((always_inline)) bool free_not_owned(txa_heap *h, txa_block *b, void *p,
-                                                                 const char *op) {
-  if (TXA_UNLIKELY(txa_object_index(b, (uintptr_t)p) < 0)) {
-    report_bad_object(op, p, b);
-    return false;
-  }
-  unsigned c = b->class_shared;
-  if (!remote_free(b, p, op)) return false;
-  txa_bump_counter(&h->cls[c].frees, 1);
-  txa_bump_counter(&h->cls[c].remote_frees, 1);
-  return true;
-}
-
 static __attribute__((noinline)) void free_slow(void *p, unsigned kind);
 
 /* txalloc_free's remote free of an object of span kind `kind` (SMALL or MEDIUM), without
@@ -258,10 +244,14 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
     return true;
   }
   if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
-  if (h) return free_not_owned(h, b, p, op);
   if (!remote_free(b, p, op)) return false;
-  atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);
+  if (h) {
+    txa_bump_counter(&h->cls[c].frees, 1);
+    txa_bump_counter(&h->cls[c].remote_frees, 1);
+  } else {
+    atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);
+  }
   return true;
 }
 

@@ -101,8 +101,9 @@ static void cache_remove_at(unsigned i) {
 }
 
 static void cache_expire(uint64_t now, victims *v) {
+  uint64_t expiry = expiry_ms();
   for (unsigned i = 0; i < cache_count;) {
-    if (now - cache[i].when_ms >= expiry_ms()) {
+    if (now - cache[i].when_ms >= expiry) {
       v->s[v->n++] = cache[i];
       cache_remove_at(i);
     } else {
