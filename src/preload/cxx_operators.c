@@ -85,17 +85,25 @@ static inline void *try_allocate(size_t size, size_t alignment) {
   return txalloc_aligned_alloc(alignment, size ? size : 1);
 }
 
-/* The throwing forms after a failed first attempt: retry after each new_handler call;
- * bad_alloc when none is set. Out of line, so that the fast path keeps no frame. */
-static __attribute__((noinline, cold)) void *throwing_slow_path(size_t size, size_t alignment) {
-  if (alignment && !power_of_two(alignment)) throw_bad_alloc(); /* as libstdc++ does */
+/* After a failed first attempt: retry after each new_handler call; NULL once none is set
+ * (an exception a handler throws propagates). */
+static void *retry_with_handlers(size_t size, size_t alignment) {
   for (;;) {
     new_handler_fn handler = installed_new_handler();
-    if (!handler) throw_bad_alloc();
+    if (!handler) return NULL;
     handler();
     void *p = try_allocate(size, alignment);
     if (p) return p;
   }
+}
+
+/* The throwing forms after a failed first attempt: bad_alloc when no new_handler is set (or
+ * is left). Out of line, so that the fast path keeps no frame. */
+static __attribute__((noinline, cold)) void *throwing_slow_path(size_t size, size_t alignment) {
+  if (alignment && !power_of_two(alignment)) throw_bad_alloc(); /* as libstdc++ does */
+  void *p = retry_with_handlers(size, alignment);
+  if (!p) throw_bad_alloc();
+  return p;
 }
 
 static inline void *allocate_or_throw(size_t size, size_t alignment) {
@@ -123,13 +131,7 @@ static __attribute__((noinline, cold)) void *nothrow_slow_path(size_t size, size
         (nothrow_new_fn)cxx_runtime_function(NULL, RTLD_NEXT, "_Znw" SIZE_CODE NOTHROW_CODE);
     if (form) return form(size, &nothrow_tag);
   }
-  for (;;) {
-    new_handler_fn handler = installed_new_handler();
-    if (!handler) return NULL;
-    handler();
-    void *p = try_allocate(size, alignment);
-    if (p) return p;
-  }
+  return retry_with_handlers(size, alignment);
 }
 
 static inline void *allocate_or_null(size_t size, size_t alignment) {
