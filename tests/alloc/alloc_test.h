@@ -108,6 +108,24 @@ static inline test_obj test_exchange_swap(pthread_mutex_t *lock, test_obj *excha
   return other;
 }
 
+/* What an error hook saw: the reports since the test last reset `reports`, and the latest
+ * kind and pointer. */
+typedef struct test_error_log {
+  int reports;
+  txalloc_error_kind kind;
+  const void *ptr;
+} test_error_log;
+
+/* A txalloc_error_fn recording into the test_error_log that `arg` points to. */
+static inline void test_error_record(txalloc_error_kind kind, const void *ptr, const char *message,
+                                     void *arg) {
+  (void)message;
+  test_error_log *log = (test_error_log *)arg;
+  log->reports++;
+  log->kind = kind;
+  log->ptr = ptr;
+}
+
 /* Starts `n` (<= 64) threads running fn(&args[i * arg_size]) and joins them; exits the
  * test (status 2) if a thread cannot be created. */
 static inline void test_run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size) {

@@ -26,22 +26,13 @@ static txalloc_stats now(void) {
   return s;
 }
 
-static int reports;
-static txalloc_error_kind last_kind;
-static const void *last_ptr;
-static void record(txalloc_error_kind kind, const void *ptr, const char *message, void *arg) {
-  (void)message;
-  (void)arg;
-  reports++;
-  last_kind = kind;
-  last_ptr = ptr;
-}
+static test_error_log errors;
 
 static void expect_double_free(const char *what, void *p) {
-  reports = 0;
+  errors.reports = 0;
   txalloc_free(p);
-  CHECKF(reports == 1 && last_kind == TXALLOC_ERROR_DOUBLE_FREE && last_ptr == p,
-         "%s: %d reports, kind %d (want one DOUBLE_FREE)", what, reports, (int)last_kind);
+  CHECKF(errors.reports == 1 && errors.kind == TXALLOC_ERROR_DOUBLE_FREE && errors.ptr == p,
+         "%s: %d reports, kind %d (want one DOUBLE_FREE)", what, errors.reports, (int)errors.kind);
 }
 
 static void reuse_of_larger_span(void) {
@@ -96,7 +87,7 @@ static void growth_of_smaller_span(void) {
 
 static void double_free_after_reuse(void) {
   txalloc_collect();
-  txalloc_error_fn old = txalloc_set_error_hook(record, NULL);
+  txalloc_error_fn old = txalloc_set_error_hook(test_error_record, &errors);
   char *a = txalloc_malloc(8 * MIB - 64);
   txalloc_free(a);
   char *b = txalloc_malloc(2 * MIB); /* carved from a's span */

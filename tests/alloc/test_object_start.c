@@ -51,23 +51,14 @@ static long check_class(unsigned c, uint32_t colour) {
   return wrong;
 }
 
-static int calls;
-static txalloc_error_kind last_kind;
-static const void *last_ptr;
-static void record(txalloc_error_kind kind, const void *ptr, const char *message, void *arg) {
-  (void)message;
-  (void)arg;
-  calls++;
-  last_kind = kind;
-  last_ptr = ptr;
-}
+static test_error_log errors;
 
 static void expect_report(const char *what, const void *p, txalloc_error_kind kind) {
-  CHECKF(calls == 1 && last_kind == kind && last_ptr == p,
-         "%s of %p: %d reports, kind %d, pointer %p; want one of kind %d", what, p, calls,
-         (int)last_kind, last_ptr, (int)kind);
-  calls = 0;
-  last_ptr = NULL;
+  CHECKF(errors.reports == 1 && errors.kind == kind && errors.ptr == p,
+         "%s of %p: %d reports, kind %d, pointer %p; want one of kind %d", what, p, errors.reports,
+         (int)errors.kind, errors.ptr, (int)kind);
+  errors.reports = 0;
+  errors.ptr = NULL;
 }
 
 static uint64_t live_bytes(void) {
@@ -93,7 +84,7 @@ static void bad_frees_of_size(size_t size) {
   txalloc_free(header);
   expect_report("free of the block header", header, TXALLOC_ERROR_INVALID_FREE);
   txalloc_free(p);
-  CHECKF(calls == 0, "the real free of %zu B reported %d errors", size, calls);
+  CHECKF(errors.reports == 0, "the real free of %zu B reported %d errors", size, errors.reports);
   txalloc_free(p);
   expect_report("double free by the owner", p, TXALLOC_ERROR_DOUBLE_FREE);
 
@@ -107,7 +98,8 @@ static void bad_frees_of_size(size_t size) {
   CHECKF(dup == 0, "%d duplicate objects of %zu B after the reports", dup, size);
   for (int i = 0; i < AFTER; i++) txalloc_free(after[i]);
   for (int i = 0; i < KEEP; i++) txalloc_free(keep[i]);
-  CHECKF(calls == 0, "freeing the real objects of %zu B reported %d errors", size, calls);
+  CHECKF(errors.reports == 0, "freeing the real objects of %zu B reported %d errors", size,
+         errors.reports);
   CHECKF(live_bytes() == live0, "live bytes %llu, want %llu", (unsigned long long)live_bytes(),
          (unsigned long long)live0);
 }
@@ -143,9 +135,9 @@ static void doubted_live_objects(size_t size) {
     } else {
       free_doubted(NULL);
     }
-    CHECKF(calls == 0, "%s frees of doubted %zu B objects: %d reports", remote ? "remote" : "owner",
-           size, calls);
-    calls = 0;
+    CHECKF(errors.reports == 0, "%s frees of doubted %zu B objects: %d reports",
+           remote ? "remote" : "owner", size, errors.reports);
+    errors.reports = 0;
   }
   CHECKF(live_bytes() == live0, "live bytes %llu, want %llu", (unsigned long long)live_bytes(),
          (unsigned long long)live0);
@@ -174,7 +166,7 @@ int main(void) {
   CHECKF(classes > 40, "only %ld classes checked", classes);
   CHECKF(wrong == 0, "%ld addresses misjudged", wrong);
 
-  txalloc_set_error_hook(record, NULL);
+  txalloc_set_error_hook(test_error_record, &errors);
   bad_frees_of_size(48);
   bad_frees_of_size(3000);
   doubted_live_objects(48);
