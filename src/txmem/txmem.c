@@ -334,7 +334,7 @@ static inline void tx_free(txmem_thread *t, void *ptr) {
   t->hot[TXMEM_HOT_tx_frees]++;
   if (t->txalloc) {
     /* a run object of the innermost level (I6): balanced */
-    if (t->run_top > t->run_mark && txmem_run_free_inner(t, ptr)) return;
+    if (t->run_top > t->run_mark && txmem_run_free_from(t, ptr, t->run_mark)) return;
     /* The common case first: the newest allocation, freed again (Figure 3). */
     size_t n = t->undo_len;
     size_t pos =
@@ -424,7 +424,7 @@ void txmem_free(void *ptr) {
       free_unregistered(ptr);
       return;
     }
-    t->prof.frees[txmem_profile_outside()]++;
+    txmem_profile_count_free(&t->prof);
     plain_free(ptr);
     return;
   }
@@ -484,7 +484,7 @@ void txmem_retire(void *ptr) {
     return;
   }
   if (TXMEM_UNLIKELY(!t->ready)) txmem_thread_setup(t);
-  t->prof.frees[txmem_profile_outside()]++;
+  txmem_profile_count_free(&t->prof);
   txmem_epoch_retire_one(t, ptr);
 }
 

@@ -322,11 +322,11 @@ extern TXMEM_HIDDEN _Atomic uint32_t txmem_placement_gen; /* bumped by each geom
 void *txmem_run_malloc_miss(txmem_thread *t, size_t size);
 /* txmem.c: an allocation in a transaction through the undo log (any strategy). */
 void *txmem_tx_malloc_logged(txmem_thread *t, size_t size);
-/* Balanced free of a run object of the innermost level that is not the newest: true when
- * ptr is in run[run_mark, run_top) (it is swapped with the newest and dropped). */
-bool txmem_run_free_inner(txmem_thread *t, const void *ptr);
-/* Child commit: ptr, speculatively freed by the child, is a run object of the parent (mark
- * `parent_mark`): dropped from the run like a balanced free; false when it is not one. */
+/* ptr, freed in a transaction, is a run object of the level whose slice starts at
+ * `parent_mark` (run[parent_mark, run_top)): dropped from the run like a balanced free (it
+ * is swapped with the newest); false when it is not one. Serves a balanced free of the
+ * innermost level's object that is not the newest (mark run_mark) and a child commit's
+ * speculative free of its parent's object. */
 bool txmem_run_free_from(txmem_thread *t, const void *ptr, uint32_t parent_mark);
 /* Gives every reserved object back to the allocator (depth 0: flush, thread exit). */
 void txmem_run_drop(txmem_thread *t);

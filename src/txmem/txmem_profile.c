@@ -55,7 +55,7 @@ void txmem_profile_note_free(const void *ptr) {
   if (!ptr) return;
   txmem_thread *t = &txmem_tls;
   if (TXMEM_UNLIKELY(!t->rec)) txmem_thread_setup(t);
-  t->prof.frees[txmem_profile_outside()]++;
+  txmem_profile_count_free(&t->prof);
 }
 
 static uint64_t load(const uint64_t *word) { return __atomic_load_n(word, __ATOMIC_RELAXED); }

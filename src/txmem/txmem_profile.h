@@ -44,6 +44,11 @@ static inline void txmem_profile_count_malloc(txmem_profile_counts *c, unsigned 
   c->bytes[region] += size;
 }
 
+/* A free outside transactions, in its region. */
+static inline void txmem_profile_count_free(txmem_profile_counts *c) {
+  c->frees[txmem_profile_outside()]++;
+}
+
 /* A transactional allocation: its bucket (the rest is in the hot counters). */
 static inline void txmem_profile_count_tx_malloc(txmem_profile_counts *c, size_t size) {
   c->sizes[TXMEM_REGION_TX][txmem_profile_bucket(size)]++;

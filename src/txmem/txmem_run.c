@@ -88,10 +88,6 @@ bool txmem_run_free_from(txmem_thread *t, const void *ptr, uint32_t mark) {
   return false;
 }
 
-bool txmem_run_free_inner(txmem_thread *t, const void *ptr) {
-  return txmem_run_free_from(t, ptr, t->run_mark);
-}
-
 void txmem_run_drop(txmem_thread *t) {
   TXALLOC_ASSERT(t->depth == 0 && t->run_top == t->run_base);
   run_give_back(t, t->run_top);
