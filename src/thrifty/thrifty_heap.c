@@ -15,7 +15,7 @@ static thrifty_list heap_list; /* under heap_lock */
 static char *heap_base;
 static size_t heap_size;
 static _Atomic size_t heap_free; /* heap_list.free_bytes, for readers without the lock */
-static _Atomic size_t held_peak; /* written under heap_lock, or by the reset */
+static _Atomic size_t held_peak; /* written under heap_lock; atomic for readers without it */
 static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
 
 /* fork: the child's heap lock must not be held by a thread that does not exist there. The

@@ -62,6 +62,11 @@ static __attribute__((noinline)) bool pool_setup(thrifty_pool *p) {
   return true;
 }
 
+/* Blocks other threads gave back to this pool (owner-returns), into its list. */
+static inline void collect_returns(thrifty_pool *p) {
+  if (p->slot && thrifty_returns_pending(p->slot)) thrifty_returns_drain(p->slot, &p->list);
+}
+
 static inline void *block_init(thrifty_pool *p, void *block, size_t bytes) {
   thrifty_header *h = block;
   h->size = bytes;
@@ -82,7 +87,7 @@ void *thrifty_pool_take(size_t size, bool *hopeless) {
     errno = ENOMEM;
     return NULL;
   }
-  if (p->slot && thrifty_returns_pending(p->slot)) thrifty_returns_drain(p->slot, &p->list);
+  collect_returns(p);
   size_t got;
   void *block = thrifty_list_take(&p->list, need, &got);
   return block ? block_init(p, block, got) : NULL;
@@ -93,7 +98,7 @@ bool thrifty_pool_refill(size_t size, bool grow) {
   if (p->id == 0 && !pool_setup(p)) return false;
   size_t need = thrifty_block_size(size);
   if (need == 0) return false;
-  if (p->slot && thrifty_returns_pending(p->slot)) thrifty_returns_drain(p->slot, &p->list);
+  collect_returns(p);
   bool first = p->size == 0;
   size_t want = first ? first_pool_size : p->size;
   if (grow) want *= 2;
@@ -138,17 +143,15 @@ void thrifty_free(void *ptr) {
   thrifty_header *h = header_of(ptr);
   thrifty_pool *p = &my_pool;
   size_t bytes = h->size;
+  /* The pressure drops first: once pushed or put, the block may be allocated again at once. */
+  thrifty_pressure_sub(bytes);
   if (h->pool != p->id) {
     thrifty_count(THRIFTY_C_remote_frees, 1);
     uint32_t slot = h->pool % THRIFTY_RECORDS;
-    /* The pressure drops first: once pushed, the block may be allocated again at once. */
-    thrifty_pressure_sub(bytes);
     if (slot && thrifty_returns_push(slot, h, bytes)) {
       thrifty_count(THRIFTY_C_owner_returns, 1);
       return;
     }
-  } else {
-    thrifty_pressure_sub(bytes);
   }
   if (__builtin_expect(p->id == 0, 0)) pool_setup(p); /* the heap exists: it cannot fail */
   thrifty_list_put(&p->list, h, bytes);
@@ -168,7 +171,7 @@ static void shape_of(const thrifty_list *l, thrifty_pool_shape *out) {
 
 void thrifty_pool_shape_get(thrifty_pool_shape *out) {
   thrifty_pool *p = &my_pool;
-  if (p->slot && thrifty_returns_pending(p->slot)) thrifty_returns_drain(p->slot, &p->list);
+  collect_returns(p);
   shape_of(&p->list, out);
 }
 
