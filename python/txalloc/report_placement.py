@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 from . import placement
 from .errors import UserError
 from .runner import Plan
-from .spec import Row, WorkloadDef, command_line, parameter_environment
+from .spec import Row, WorkloadDef, command_line, parameter_environment, shell_line
 
 PLACEMENT_FILE = "placement.jsonl"
 SHORT_SECONDS = 0.2
@@ -72,9 +71,8 @@ def load_records(study_dir: Path) -> list[dict]:
 
 def command_text(record: dict) -> str:
     """The command that reproduces one placement run (from the repository root)."""
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(record["env"].items()))
-    argv = " ".join(shlex.quote(a) for a in record["argv"])
-    return f"{env + ' ' if env else ''}txalloc placement --allocator {record['allocator']} -- {argv}"
+    tool = ["txalloc", "placement", "--allocator", record["allocator"], "--"]
+    return shell_line(record["env"], tool + record["argv"])
 
 
 def run_all(plan: Plan, study_dir: Path, build_dir: Path, stream=None) -> int:

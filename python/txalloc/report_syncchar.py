@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from . import syncchar
+from . import stats, syncchar
 from .analysis import RowResult
 from .errors import UserError
 from .runner import load_records
-from .spec import Spec
-from .syncchar_study import LOCK_BACKEND, SYNCCHAR_FILE, command_text, recordable
+from .spec import Spec, shell_line
+from .syncchar_study import LOCK_BACKEND, SYNCCHAR_FILE, recordable
 
 # A trace of more recorded sections is analysed at the rate that keeps about this many: the
 # figures settle long before, and the section's time stays a second or two per trace.
@@ -47,11 +47,6 @@ def _error(predicted: float | None, measured: float | None) -> float | None:
     if predicted is None or not measured:
         return None
     return abs(predicted - measured) / measured
-
-
-def _geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def _no_section(spec: Spec, rows: list[RowResult]) -> str:
@@ -135,7 +130,8 @@ def section(study_dir: Path, spec: Spec, rows: list[RowResult]) -> str:
         "| " + " | ".join(header) + " |\n|" + "|".join("---" for _ in header) + "|\n",
     ]
     out += ["| " + " | ".join(line) + " |\n" for line in body]
-    gm = _geomean(errors_here)
+    positive = [v for v in errors_here if v > 0]
+    gm = stats.geometric_mean(positive) if positive else None
     if gm is not None:
         out.append(
             f"\nGeometric-mean error at the recorded thread count: {100 * gm:.0f}% over {len(errors_here)} "
@@ -147,7 +143,7 @@ def section(study_dir: Path, spec: Spec, rows: list[RowResult]) -> str:
     )
     threads_arg = ",".join(str(n) for n in ns)
     for rec, _ in shown:
-        out.append(f"- `{command_text(rec['env'], rec['argv'])}`\n")
+        out.append(f"- `{shell_line(rec['env'], rec['argv'])}`\n")
         out.append(f"  `txalloc syncchar {Path(study_dir) / rec['trace']} --threads {threads_arg}`\n")
     if failed:
         out.append("\nSyncchar runs without a table row:\n\n" + "".join(f"- {f}\n" for f in failed))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -640,6 +641,12 @@ def expand_rows(spec: Spec, mode: str = "normal") -> list[Row]:
                     seen.add(ident)
                     rows.append(row)
     return rows
+
+
+def shell_line(env: dict[str, str], argv: list[str]) -> str:
+    """A run as a shell line: its own environment, then the command."""
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+    return (prefix + " " if prefix else "") + " ".join(shlex.quote(a) for a in argv)
 
 
 def command_line(w: WorkloadDef, program: str, params: dict[str, Any], threads: int) -> list[str]:

@@ -18,7 +18,6 @@ import gzip
 import json
 import os
 import re
-import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -91,12 +90,6 @@ def lock_params(w: WorkloadDef, params: dict[str, Any], duration: float) -> dict
             out[name] = min(v, duration)
     out["tm"] = LOCK_BACKEND
     return out
-
-
-def command_text(env: dict[str, str], argv: list[str]) -> str:
-    """A run as a shell line: its own environment, then the command."""
-    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-    return (prefix + " " if prefix else "") + " ".join(shlex.quote(a) for a in argv)
 
 
 def compress(trace: Path) -> Path:
