@@ -38,15 +38,6 @@ typedef struct obj {
   bool exists;     /* the model still tracks it */
 } obj;
 
-static void fill(uint64_t *p, size_t size, uint64_t tag) {
-  for (size_t i = 0; i < size / 8; i++) p[i] = tag * 0x9E3779B97F4A7C15ull + i;
-}
-static bool intact(const uint64_t *p, size_t size, uint64_t tag) {
-  for (size_t i = 0; i < size / 8; i++)
-    if (p[i] != tag * 0x9E3779B97F4A7C15ull + i) return false;
-  return true;
-}
-
 /* Mostly the run's size; some others; a few too large for the run (medium objects). */
 static size_t pick_size(uint64_t *rng) {
   uint64_t x = txmem_test_rand(rng) % 100;
@@ -71,7 +62,7 @@ static long long model_live(void) {
 static void check_state(long round, int op) {
   for (int i = 0; i < MAXOBJ; i++) {
     obj *o = &objs[i];
-    if (o->exists && !o->freed_level && !intact(o->p, o->size, o->tag)) {
+    if (o->exists && !o->freed_level && !txmem_test_intact(o->p, o->size, o->tag)) {
       CHECKF(0, "round %ld op %d: object %d overwritten", round, op, i);
       o->exists = false;
     }
@@ -153,7 +144,7 @@ static void model_test(uint64_t seed) {
         o->size = pick_size(&rng);
         o->p = txmem_malloc(o->size);
         o->tag = next_tag++;
-        fill(o->p, o->size, o->tag);
+        txmem_test_fill(o->p, o->size, o->tag);
         o->alloc_level = depth;
         o->freed_level = 0;
         o->released = false;
@@ -168,13 +159,13 @@ static void model_test(uint64_t seed) {
             newest = &objs[i];
         if (newest) o = newest;
         if (o->exists && !o->freed_level) {
-          CHECK(intact(o->p, o->size, o->tag));
+          CHECK(txmem_test_intact(o->p, o->size, o->tag));
           txmem_free(o->p);
           o->freed_level = depth;
           if (txalloc_strategy && o->alloc_level >= depth) o->released = true;
         }
       } else if (x < 70 && o->exists && !o->freed_level) { /* any live object */
-        CHECK(intact(o->p, o->size, o->tag));
+        CHECK(txmem_test_intact(o->p, o->size, o->tag));
         txmem_free(o->p);
         o->freed_level = depth;
         if (txalloc_strategy && o->alloc_level >= depth) o->released = true;
@@ -199,7 +190,7 @@ static void model_test(uint64_t seed) {
     if (txmem_test_rand(&rng) % 8 == 0) {
       for (int i = 0; i < MAXOBJ; i++) {
         if (objs[i].exists && txmem_test_rand(&rng) % 2) {
-          CHECK(intact(objs[i].p, objs[i].size, objs[i].tag));
+          CHECK(txmem_test_intact(objs[i].p, objs[i].size, objs[i].tag));
           txmem_free(objs[i].p);
           objs[i].exists = false;
         }
@@ -209,7 +200,7 @@ static void model_test(uint64_t seed) {
   }
   for (int i = 0; i < MAXOBJ; i++) {
     if (!objs[i].exists) continue;
-    CHECK(intact(objs[i].p, objs[i].size, objs[i].tag));
+    CHECK(txmem_test_intact(objs[i].p, objs[i].size, objs[i].tag));
     txmem_free(objs[i].p);
     objs[i].exists = false;
   }

@@ -50,17 +50,6 @@ static void start(void) {
       CHECKF(l_ == (long long)(expected), "live %lld, expected %lld", l_, (long long)(expected));  \
   } while (0)
 
-static void fill(void *p, size_t size, uint64_t tag) {
-  uint64_t *w = p;
-  for (size_t i = 0; i < size / 8; i++) w[i] = tag * 1000003 + i;
-}
-static bool intact(const void *p, size_t size, uint64_t tag) {
-  const uint64_t *w = p;
-  for (size_t i = 0; i < size / 8; i++)
-    if (w[i] != tag * 1000003 + i) return false;
-  return true;
-}
-
 /* Size of the allocator's accounting for p: usable size for txalloc, chunk size for glibc's
  * mallinfo (usable + 8, at least 32). */
 static long long acct_bytes(const void *p) {
@@ -99,7 +88,7 @@ static void test_figure4(void) {
   /* warm-up: logs and caches reach their size before the baseline is taken */
   for (int i = 0; i < 1000; i++) {
     txmem_tx_begin(1);
-    fill(txmem_malloc(64), 64, 1);
+    txmem_test_fill(txmem_malloc(64), 64, 1);
     txmem_tx_abort(1);
   }
   start();
@@ -108,7 +97,7 @@ static void test_figure4(void) {
     txmem_tx_begin(1);
     size_t size = 16 + (size_t)(i % 64) * 8;
     void *p = txmem_malloc(size);
-    fill(p, size, (uint64_t)i);
+    txmem_test_fill(p, size, (uint64_t)i);
     txmem_tx_abort(1);
   }
   txmem_stats s1 = stats_now();
@@ -182,13 +171,13 @@ static void test_speculative_free_survives_abort(void) {
   start();
   size_t size = 200;
   void *p = txmem_malloc(size);
-  fill(p, size, 77);
+  txmem_test_fill(p, size, 77);
   long long a = acct_bytes(p);
   txmem_tx_begin(1);
   txmem_free(p);
-  for (int i = 0; i < 100; i++) fill(txmem_malloc(size), size, 5); /* tempt reuse */
+  for (int i = 0; i < 100; i++) txmem_test_fill(txmem_malloc(size), size, 5); /* tempt reuse */
   txmem_tx_abort(1);
-  CHECK(intact(p, size, 77));
+  CHECK(txmem_test_intact(p, size, 77));
   CHECK_LIVE(a);
   /* nested: a child's abort restores the free, the parent commits */
   txmem_tx_begin(1);
@@ -197,16 +186,16 @@ static void test_speculative_free_survives_abort(void) {
   txmem_tx_abort(2);
   for (int i = 0; i < 100; i++) {
     void *q = txmem_malloc(size);
-    fill(q, size, 6);
+    txmem_test_fill(q, size, 6);
     txmem_free(q);
   }
   txmem_tx_commit(1);
-  CHECK(intact(p, size, 77));
+  CHECK(txmem_test_intact(p, size, 77));
   CHECK_LIVE(a);
   /* a committed free releases it (after the limbo, which flush drains) */
   txmem_tx_begin(1);
   txmem_free(p);
-  CHECK(intact(p, size, 77)); /* still valid inside the transaction */
+  CHECK(txmem_test_intact(p, size, 77)); /* still valid inside the transaction */
   txmem_tx_commit(1);
   CHECK_LIVE(0);
 }
@@ -222,8 +211,8 @@ static void figure5(int inject) {
   txmem_stats s0 = stats_now();
   txmem_tx_begin(1);
   void *foo = txmem_malloc(64), *goo = txmem_malloc(128);
-  fill(foo, 64, 1);
-  fill(goo, 128, 2);
+  txmem_test_fill(foo, 64, 1);
+  txmem_test_fill(goo, 128, 2);
   long long afoo = acct_bytes(foo), agoo = acct_bytes(goo);
   txmem_tx_begin(2);
   txmem_free(foo); /* not balanced */
@@ -234,7 +223,7 @@ static void figure5(int inject) {
     child_aborted = true;
   } else {
     void *bar = txmem_malloc(256);
-    fill(bar, 256, 3);
+    txmem_test_fill(bar, 256, 3);
     long long abar = acct_bytes(bar);
     CHECK_LIVE(afoo + agoo + abar);
     if (inject == 2) {
@@ -255,14 +244,14 @@ static void figure5(int inject) {
   }
   if (child_aborted) {
     CHECK_LIVE(afoo + agoo);
-    CHECK(intact(foo, 64, 1));
+    CHECK(txmem_test_intact(foo, 64, 1));
   }
   if (inject == 4) {
     txmem_tx_abort(1);
     CHECK_LIVE(0);
     return;
   }
-  CHECK(intact(goo, 128, 2));
+  CHECK(txmem_test_intact(goo, 128, 2));
   txmem_free(goo); /* balanced */
   if (inject == 5) {
     txmem_tx_abort(1);
@@ -273,7 +262,7 @@ static void figure5(int inject) {
   txmem_tx_commit(1);
   txmem_stats s1 = stats_now();
   if (child_aborted) {
-    CHECK(intact(foo, 64, 1)); /* allocated by the committed top level, never freed */
+    CHECK(txmem_test_intact(foo, 64, 1)); /* allocated by the committed top level, never freed */
     CHECK_LIVE(afoo);
     txmem_free(foo); /* privatized: freed outside */
     CHECK_LIVE(0);
@@ -300,8 +289,8 @@ static void figure7(int inject) {
   txmem_tx_begin(2);
   txmem_tx_begin(3);
   void *foo = txmem_malloc(96), *bar = txmem_malloc(160);
-  fill(foo, 96, 11);
-  fill(bar, 160, 12);
+  txmem_test_fill(foo, 96, 11);
+  txmem_test_fill(bar, 160, 12);
   long long afoo = acct_bytes(foo), abar = acct_bytes(bar);
   if (inject == 1) {
     txmem_tx_abort(3);
@@ -324,13 +313,13 @@ static void figure7(int inject) {
   bool foo_survives = false;
   if (inject == 3) {
     txmem_tx_abort(2);
-    CHECK(intact(foo, 96, 11));
+    CHECK(txmem_test_intact(foo, 96, 11));
     foo_survives = true;
   } else {
     txmem_tx_commit(2); /* foo is now balanced w.r.t. level 1 */
     if (foo) CHECK_LIVE(abar + (balanced ? 0 : afoo));
   }
-  if (bar) CHECK(intact(bar, 160, 12));
+  if (bar) CHECK(txmem_test_intact(bar, 160, 12));
   txmem_free(bar); /* balanced: seq 3 >= 1 */
   if (bar) CHECK_LIVE((foo_survives || !balanced ? afoo : 0) + (balanced ? 0 : abar));
   if (inject == 4) {
@@ -341,7 +330,7 @@ static void figure7(int inject) {
   txmem_tx_commit(1);
   txmem_stats s1 = stats_now();
   if (foo_survives) {
-    CHECK(intact(foo, 96, 11));
+    CHECK(txmem_test_intact(foo, 96, 11));
     CHECK_LIVE(afoo);
     txmem_free(foo);
   }
@@ -360,9 +349,9 @@ static void test_privatization_publication_calloc(void) {
   for (int i = 0; i < 300; i++) zero = zero && c[i] == 0;
   CHECK(zero);
   void *priv = txmem_malloc(500);
-  fill(priv, 500, 9);
+  txmem_test_fill(priv, 500, 9);
   txmem_tx_commit(1);
-  CHECK(intact(priv, 500, 9));
+  CHECK(txmem_test_intact(priv, 500, 9));
   txmem_free(priv); /* privatized: plain free outside */
   txmem_tx_begin(1);
   txmem_free(c); /* published before, freed in a transaction */
@@ -427,12 +416,12 @@ static void random_test(void) {
         o->size = 16 + (size_t)(txmem_test_rand(&rng) % 40) * 8;
         o->p = txmem_malloc(o->size);
         o->tag = next_tag++;
-        fill(o->p, o->size, o->tag);
+        txmem_test_fill(o->p, o->size, o->tag);
         o->exists = true;
         o->alloc_level = depth;
         o->freed_level = 0;
       } else if (x < 70 && o->exists && !o->freed_level) { /* free */
-        CHECK(intact(o->p, o->size, o->tag));
+        CHECK(txmem_test_intact(o->p, o->size, o->tag));
         txmem_free(o->p);
         o->freed_level = depth;
       } else if (x < 80 && depth < 12) {
@@ -451,7 +440,7 @@ static void random_test(void) {
       }
       for (int i = 0; i < MAXOBJ; i++)
         if (objs[i].exists && !objs[i].freed_level &&
-            !intact(objs[i].p, objs[i].size, objs[i].tag)) {
+            !txmem_test_intact(objs[i].p, objs[i].size, objs[i].tag)) {
           CHECKF(0, "round %ld op %d: object %d (tag %llu) overwritten", r, op, i,
                  (unsigned long long)objs[i].tag);
           objs[i].exists = false;
@@ -479,7 +468,7 @@ static void random_test(void) {
   long long expected = 0;
   for (int i = 0; i < MAXOBJ; i++) {
     if (!objs[i].exists) continue;
-    CHECK(intact(objs[i].p, objs[i].size, objs[i].tag));
+    CHECK(txmem_test_intact(objs[i].p, objs[i].size, objs[i].tag));
     expected += acct_bytes(objs[i].p);
   }
   CHECK_LIVE(expected);
@@ -540,17 +529,17 @@ static void test_transaction_count(void) {
   txmem_tx_begin(2);
   txmem_tx_begin(3);
   void *b = txmem_malloc(48);
-  fill(b, 48, 3);
+  txmem_test_fill(b, 48, 3);
   txmem_tx_abort(1);
   (void)a;
   CHECK_LIVE(0);
   txmem_stats s3 = stats_now();
   txmem_tx_begin(1);
   void *c = txmem_malloc(80);
-  fill(c, 80, 4);
+  txmem_test_fill(c, 80, 4);
   txmem_free(c); /* balanced */
   void *d = txmem_malloc(80);
-  fill(d, 80, 5);
+  txmem_test_fill(d, 80, 5);
   txmem_tx_begin(2);
   txmem_free(d); /* speculative in the child, balanced once it commits */
   txmem_tx_commit(2);
@@ -573,18 +562,18 @@ static void test_free_classification(void) {
   enum { N = 9 }; /* the 9th allocation indexes the first 8 (TXMEM_INDEX_PENDING) */
   start();
   void *old = txmem_malloc(64);
-  fill(old, 64, 1);
+  txmem_test_fill(old, 64, 1);
   txmem_stats s0 = stats_now();
   txmem_tx_begin(1);
   void *made[N];
-  for (int i = 0; i < N; i++) fill(made[i] = txmem_malloc(64), 64, 10 + (uint64_t)i);
+  for (int i = 0; i < N; i++) txmem_test_fill(made[i] = txmem_malloc(64), 64, 10 + (uint64_t)i);
   txmem_free(made[8]); /* the newest: balanced, and every entry left is indexed */
   txmem_free(made[0]); /* indexed, the level's: balanced */
   txmem_tx_begin(2);
   txmem_free(made[1]); /* the child has no entry: speculative at once */
   txmem_free(old);     /* the same, an object older than the transaction */
   txmem_tx_abort(2);   /* both frees forgotten */
-  CHECK(intact(made[1], 64, 11) && intact(old, 64, 1));
+  CHECK(txmem_test_intact(made[1], 64, 11) && txmem_test_intact(old, 64, 1));
   txmem_tx_begin(2);
   txmem_free(made[1]); /* speculative in the child ... */
   txmem_tx_commit(2);  /* ... balanced once it committed into level 1 */
@@ -605,7 +594,7 @@ static void test_free_classification(void) {
   CHECK(s2.balanced_recycles - s1.balanced_recycles == 1);
   for (int i = 2; i < N - 1; i++) {
     if (i == 5) continue;
-    CHECK(intact(made[i], 64, 10 + (uint64_t)i));
+    CHECK(txmem_test_intact(made[i], 64, 10 + (uint64_t)i));
     txmem_free(made[i]);
   }
   CHECK_LIVE(0);

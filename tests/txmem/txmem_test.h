@@ -14,6 +14,8 @@
 #include <malloc.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -134,6 +136,18 @@ static inline void mtm_abort(mtm_tx *tx) {
     txmem_tx_abort(1);
   }
   tx->depth = 0;
+}
+
+/* An object's words from its tag, and whether they are still there. */
+static inline void txmem_test_fill(void *p, size_t size, uint64_t tag) {
+  uint64_t *w = (uint64_t *)p;
+  for (size_t i = 0; i < size / 8; i++) w[i] = tag * 0x9E3779B97F4A7C15ull + i;
+}
+static inline bool txmem_test_intact(const void *p, size_t size, uint64_t tag) {
+  const uint64_t *w = (const uint64_t *)p;
+  for (size_t i = 0; i < size / 8; i++)
+    if (w[i] != tag * 0x9E3779B97F4A7C15ull + i) return false;
+  return true;
 }
 
 /* Deterministic per-thread random numbers. */
