@@ -39,7 +39,7 @@ static inline void *class_alloc(unsigned c, size_t zero_bytes) {
 }
 
 static inline void *alloc_size(size_t size, size_t zero_bytes) {
-  if (TXA_LIKELY(size <= TXA_MEDIUM_MAX)) {
+  if (TXA_LIKELY(size <= TXA_RUNS_MIN)) {
     /* A thread with a heap implies an initialised allocator (class tables filled). */
     if (TXA_UNLIKELY(!txa_tls_heap) && !txa_heap_get_slow()) {
       errno = ENOMEM;
@@ -48,14 +48,15 @@ static inline void *alloc_size(size_t size, size_t zero_bytes) {
     return class_alloc(txa_size_class(size), zero_bytes);
   }
   txa_init();
+  if (size <= TXA_MEDIUM_MAX) return txa_runs_alloc(size, zero_bytes != 0);
   return txa_large_alloc(size, 0, zero_bytes != 0);
 }
 
 static __attribute__((noinline)) void *malloc_slow(size_t size) { return alloc_size(size, 0); }
 
 /* The common case as a leaf without a stack frame: a small or medium request of a thread
- * with a heap, served by the current block of its bin. Everything else (first call, large
- * sizes, a refill) tail-calls malloc_slow, which starts again from the size. */
+ * with a heap, served by the current block of its bin. Everything else (first call, page
+ * runs and large sizes, a refill) tail-calls malloc_slow, which starts again from the size. */
 TXALLOC_API void *txalloc_malloc(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXA_LIKELY(h != NULL)) {
@@ -64,7 +65,7 @@ TXALLOC_API void *txalloc_malloc(size_t size) {
     unsigned c;
     if (TXA_LIKELY(size <= TXA_SMALL_MAX))
       c = txa_class_by_16[(size + 15) >> 4];
-    else if (size <= TXA_MEDIUM_MAX)
+    else if (size <= TXA_RUNS_MIN)
       c = txa_class_by_64[(size + 63) >> 6];
     else
       return malloc_slow(size);
@@ -260,6 +261,8 @@ static __attribute__((noinline)) void free_checked(void *p, const char *op) {
   unsigned kind = txa_kind_of((uintptr_t)p);
   if (TXA_LIKELY(kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM)) {
     free_in_block(p, kind, op);
+  } else if (kind == TXA_KIND_RUNS) {
+    txa_runs_free(p, op);
   } else if (kind == TXA_KIND_LARGE) {
     txa_large_free(p, op);
   } else {
@@ -316,6 +319,7 @@ TXALLOC_API size_t txalloc_usable_size(const void *p) {
     txa_block *b = txa_block_of(a, kind);
     return txa_object_index(b, a) >= 0 ? b->size : 0;
   }
+  if (kind == TXA_KIND_RUNS) return txa_runs_usable(p);
   if (kind == TXA_KIND_LARGE) return txa_large_usable(p);
   return 0;
 }
@@ -350,6 +354,19 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
     old = b->size;
     /* In place while the object is big enough and not more than twice the need. */
     if (size <= old && (size >= old / 2 || old <= 64)) return p;
+  } else if (kind == TXA_KIND_RUNS) {
+    old = txa_runs_usable(p);
+    if (old == 0) {
+      txa_runs_free(p, "realloc"); /* reports the bad pointer */
+      return NULL;
+    }
+    /* Within the runs' sizes, in place whenever the neighbouring pages allow. */
+    if (size > TXA_RUNS_MIN && size <= TXA_MEDIUM_MAX) {
+      void *q = txa_runs_resize(p, size);
+      if (q) return q;
+    } else if (size <= old && size >= old / 2) {
+      return p;
+    }
   } else if (kind == TXA_KIND_LARGE) {
     old = txa_large_usable(p);
     if (old == 0) {
@@ -446,5 +463,6 @@ TXALLOC_API void txalloc_collect(void) {
   if (h) txa_heap_trim(h);
   txa_store_reclaim_abandoned();
   txa_store_purge(true);
+  txa_runs_collect();
   txa_large_cache_flush();
 }

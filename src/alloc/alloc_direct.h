@@ -15,6 +15,7 @@
 /* Defined in heap.c and large.c; declared here for the inline operations below. */
 void txa_heap_release_block(txa_heap *h, txa_block *b); /* empty non-current block */
 size_t txa_large_usable(const void *p);                 /* 0 if p is not a live large object */
+size_t txa_runs_usable(const void *p); /* 0 if p starts no live object of a page run */
 
 /* Takes one object from b's private list, else from its bump area; NULL when b is full.
  * Owner only. The object's first word (its old link) is zeroed so that only objects on a
@@ -249,7 +250,9 @@ static inline bool txa_direct_usable(const void *p, size_t *usable) {
     return true;
   }
   if (kind == TXA_KIND_NONE) return false;
-  *usable = kind == TXA_KIND_LARGE ? txa_large_usable(p) : 0; /* else reserved or metadata */
+  *usable = kind == TXA_KIND_LARGE  ? txa_large_usable(p)
+            : kind == TXA_KIND_RUNS ? txa_runs_usable(p)
+                                    : 0; /* else reserved or metadata */
   return true;
 }
 

@@ -3,11 +3,12 @@
  * The fast paths and the block store are lock-free; these spin locks guard only slow,
  * short sections: the first part of initialisation (txa_init_lock), the purge of empty
  * blocks (txa_purge_lock), the heap registry (txa_heap_lock), each heap's bin rings (its
- * ring_lock, heap.c), the large-object cache (txa_large_lock) and region carving
- * (txa_region_lock). Before fork the parent takes all of them, in that order, so no lock is held by
- * a thread that does not exist in the child; both sides release them afterwards. Heaps of the
- * parent's other threads stay owned (by heaps no child thread uses): objects in them can still be
- * freed in the child (remote frees), their free space is not reused. */
+ * ring_lock, heap.c), the large-object cache (txa_large_lock), the arenas of page runs
+ * (runs.c) and region carving (txa_region_lock). Before fork the parent takes all of them, in that
+ * order, so no lock is held by a thread that does not exist in the child; both sides release them
+ * afterwards. Heaps of the parent's other threads stay owned (by heaps no child thread uses):
+ * objects in them can still be freed in the child (remote frees), their free space is not reused.
+ */
 #include <sched.h>
 
 #include "alloc/internal.h"
@@ -35,11 +36,13 @@ static void fork_prepare(void) {
   txa_lock_acquire(&txa_heap_lock);
   txa_heap_lock_rings();
   txa_lock_acquire(&txa_large_lock);
+  txa_runs_lock_all();
   txa_lock_acquire(&txa_region_lock);
 }
 
 static void fork_release(void) {
   txa_lock_release(&txa_region_lock);
+  txa_runs_unlock_all();
   txa_lock_release(&txa_large_lock);
   txa_heap_unlock_rings();
   txa_lock_release(&txa_heap_lock);

@@ -450,6 +450,8 @@ txa_heap *txa_heap_get_slow(void) {
     txa_lock_acquire(&txa_heap_lock);
     h->all_next = all_heaps;
     all_heaps = h;
+    static uint32_t heaps_made; /* under txa_heap_lock */
+    h->runs_arena = heaps_made++ % TXA_RUNS_ARENAS;
     txa_lock_release(&txa_heap_lock);
   }
   ring_lock(h); /* a stale release offer may still be drained on it */

@@ -34,6 +34,8 @@ bool txa_map_set(uintptr_t start, size_t size, unsigned kind);
 void *txa_region_fresh_block(unsigned kind);
 /* Metadata memory (zeroed, never freed). */
 void *txa_region_meta(size_t size);
+/* A whole committed granule of `kind` (zeroed); NULL when the OS refuses. */
+void *txa_region_chunk(unsigned kind);
 
 /* ---- Block store (block_store.c) ---- */
 void txa_store_push_empty(txa_block *b);
@@ -106,6 +108,18 @@ void txa_large_free(void *p, const char *op); /* reports bad pointers */
  * stayed), or NULL when none of these works (the caller copies; p is unchanged). */
 void *txa_large_resize(void *p, size_t size);
 void txa_large_cache_flush(void);
+
+/* ---- Page runs (runs.c): malloc's requests in (TXA_RUNS_MIN, TXA_MEDIUM_MAX] ---- */
+void *txa_runs_alloc(size_t size, bool zero); /* zero: the whole usable size */
+void txa_runs_free(void *p, const char *op);  /* reports bad pointers */
+/* Resizes live run object p to `size` bytes in place (shrinking, or growing into the free
+ * run after it); p, or NULL when it cannot (p is unchanged). */
+void *txa_runs_resize(void *p, size_t size);
+void txa_runs_collect(void);  /* decommits the chunks whose runs are all free */
+void txa_runs_lock_all(void); /* fork: every arena's lock */
+void txa_runs_unlock_all(void);
+/* Page-run bytes allocated [0] and freed [1] without a heap or by exited heaps (stats.c). */
+extern _Atomic(uint64_t) txa_runs_bytes[2];
 
 /* ---- Errors (error.c) ---- */
 /* Reports a bad call through the hook; returns only when a user hook is installed. */

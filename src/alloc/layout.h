@@ -6,7 +6,8 @@
  * Glossary
  *   granule   1 MiB of address space; the unit of the region map and of carving.
  *   region    a large reservation (option region_mb) carved into granules on demand.
- *   chunk     a carved granule: 64 small blocks, one medium span, or allocator metadata.
+ *   chunk     a carved granule: 64 small blocks, one medium span, page runs (runs.c), or
+ *             allocator metadata.
  *   block     an aligned span holding objects of one size class: 16 KiB (small classes)
  *             or 1 MiB (medium classes). Its header sits at its start.
  *   object    what malloc returns. Small/medium objects have no header.
@@ -65,6 +66,9 @@
 #define TXA_CLASSES (TXA_BASE_CLASSES + 10)
 #define TXA_SMALL_MAX ((size_t)1024)        /* requests up to here are served from 16 KiB blocks */
 #define TXA_MEDIUM_MAX ((size_t)128 * 1024) /* largest request of a class; above: large */
+/* malloc serves requests above this (up to TXA_MEDIUM_MAX) from page runs (runs.c), not
+ * from their classes, which only aligned allocation reaches there. */
+#define TXA_RUNS_MIN ((size_t)8 * 1024)
 #define TXA_LARGE_HEADER 64
 
 typedef struct txa_class_info {
@@ -98,6 +102,7 @@ enum txa_kind {
   TXA_KIND_MEDIUM,   /* one 1 MiB medium block */
   TXA_KIND_LARGE,    /* large-object mapping (live or cached) */
   TXA_KIND_META,     /* allocator metadata (heaps) */
+  TXA_KIND_RUNS,     /* chunk of page runs (runs.c) */
 };
 /* Two levels: a static root of 8192 leaf pointers; a leaf (16 KiB, one byte per granule)
  * is mapped when the first granule it covers becomes ours, and is never unmapped. */
@@ -288,6 +293,8 @@ typedef struct txa_lock {
 #define TXA_RELEASE_SLOTS 16
 /* Empty small blocks a heap keeps for itself: 64 x 16 KiB = 1 MiB at most per thread. */
 #define TXA_HEAP_EMPTY_BLOCKS 64
+/* Arenas of page runs (runs.c); a heap allocates from the one its creation assigned it. */
+#define TXA_RUNS_ARENAS 8
 
 typedef struct txa_class_counters {
   uint64_t allocs, frees, remote_frees;
@@ -302,6 +309,10 @@ struct txa_heap {
   txa_heap *all_next;  /* registry of every heap ever made (never unlinked) */
   txa_heap *pool_next; /* free heaps, ready for a new thread */
   uint32_t colour;     /* where its blocks start bumping, in 2^-32 of a block (heap.c) */
+  uint32_t runs_arena; /* its arena of page runs, fixed at creation (runs.c) */
+  /* Usable bytes of the page-run objects this thread allocated [0] and freed [1], for
+   * live_bytes (owner-only, like the counters). */
+  uint64_t runs_bytes[2];
   bool in_use;
   /* The rings of the bins (next/prev, head, current, blocks) and the ownership of the
    * blocks in them change only under ring_lock: the owner takes it on its slow paths, other

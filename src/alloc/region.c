@@ -108,6 +108,14 @@ void *txa_region_fresh_block(unsigned kind) {
   return (void *)b;
 }
 
+void *txa_region_chunk(unsigned kind) {
+  txa_lock_acquire(&txa_region_lock);
+  uintptr_t g = carve_granule(kind);
+  txa_lock_release(&txa_region_lock);
+  if (!g) errno = ENOMEM;
+  return (void *)g;
+}
+
 void *txa_region_meta(size_t size) {
   size = (size + TXA_CACHE_LINE - 1) & ~(size_t)(TXA_CACHE_LINE - 1);
   if (size > TXA_GRANULE) return NULL;

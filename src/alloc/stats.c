@@ -15,6 +15,7 @@ _Atomic(uint64_t) txa_global_cls[TXA_CLASSES][3];
 _Atomic(int64_t) txa_committed, txa_reserved, txa_blocks_in_use, txa_blocks_in_store,
     txa_large_live, txa_large_cached;
 _Atomic(uint64_t) txa_peak_committed;
+_Atomic(uint64_t) txa_runs_bytes[2];
 
 void txa_committed_add(int64_t delta) {
   int64_t now = atomic_fetch_add_explicit(&txa_committed, delta, memory_order_relaxed) + delta;
@@ -31,6 +32,10 @@ void txa_stats_fold_heap(txa_heap *h) {
     atomic_fetch_add_explicit(&txa_global_counters[i], txa_rd(&h->counters[i]),
                               memory_order_relaxed);
     __atomic_store_n(&h->counters[i], 0, __ATOMIC_RELAXED);
+  }
+  for (unsigned k = 0; k < 2; k++) {
+    atomic_fetch_add_explicit(&txa_runs_bytes[k], txa_rd(&h->runs_bytes[k]), memory_order_relaxed);
+    __atomic_store_n(&h->runs_bytes[k], 0, __ATOMIC_RELAXED);
   }
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
     uint64_t *v[3] = {&h->cls[c].allocs, &h->cls[c].frees, &h->cls[c].remote_frees};
@@ -71,8 +76,12 @@ TXALLOC_API void txalloc_stats_get(txalloc_stats *out) {
   txa_lock_acquire(&txa_heap_lock);
   for (unsigned i = 0; i < TXA_COUNTERS; i++)
     counters[i] = atomic_load_explicit(&txa_global_counters[i], memory_order_relaxed);
-  for (txa_heap *h = txa_heap_first(); h; h = h->all_next)
+  uint64_t runs[2] = {atomic_load_explicit(&txa_runs_bytes[0], memory_order_relaxed),
+                      atomic_load_explicit(&txa_runs_bytes[1], memory_order_relaxed)};
+  for (txa_heap *h = txa_heap_first(); h; h = h->all_next) {
     for (unsigned i = 0; i < TXA_COUNTERS; i++) counters[i] += txa_rd(&h->counters[i]);
+    for (unsigned k = 0; k < 2; k++) runs[k] += txa_rd(&h->runs_bytes[k]);
+  }
   sum_classes(cls);
   txa_lock_release(&txa_heap_lock);
   uint64_t live = 0;
@@ -85,7 +94,7 @@ TXALLOC_API void txalloc_stats_get(txalloc_stats *out) {
 #define TXA_COPY_(name, doc) out->name = counters[TXA_C_##name];
   TXALLOC_STATS_COUNTERS(TXA_COPY_)
 #undef TXA_COPY_
-  out->live_bytes = live + gauge(&txa_large_live);
+  out->live_bytes = live + gauge(&txa_large_live) + (runs[0] > runs[1] ? runs[0] - runs[1] : 0);
   out->committed_bytes = gauge(&txa_committed);
   out->peak_committed_bytes = atomic_load_explicit(&txa_peak_committed, memory_order_relaxed);
   out->reserved_bytes = gauge(&txa_reserved);

@@ -6,16 +6,15 @@
  *     called txalloc yet): the process's objects, the stack, static data, NULL;
  *   - foreign ones after it: the same, the process's large (mmap) objects, addresses above
  *     the 47-bit user space;
- *   - txalloc's objects of every small and medium class (start, interior, one past the end),
- *     freed ones, large objects (start, interior, header, last byte, freed), the heap
- *     metadata;
- *   - every 4 KiB page (offsets 0, 16 and 2000) of the 64 MiB around a small, a medium and
- *     a large object: block headers, unused blocks of a chunk, reserved granules, whatever
- *     the region map says there.
- * txmem_backend_usable (the strategy's view) is checked too: the process's objects never go
- * to txalloc and count malloc_usable_size, under every strategy; txalloc's objects go to
- * txalloc with the txalloc strategy. So is txmem_direct_usable_block, the commit's
- * call-free lookup: on addresses in chunks of small (medium) blocks it must give
+ *   - txalloc's objects of every small class and of medium classes and page runs (start,
+ *     interior, one past the end), freed ones, large objects (start, interior, header, last byte,
+ * freed), the heap metadata;
+ *   - every 4 KiB page (offsets 0, 16 and 2000) of the 64 MiB around a small, a medium, a
+ *     page-run and a large object: block headers, unused blocks of a chunk, reserved granules,
+ * whatever the region map says there. txmem_backend_usable (the strategy's view) is checked too:
+ * the process's objects never go to txalloc and count malloc_usable_size, under every strategy;
+ * txalloc's objects go to txalloc with the txalloc strategy. So is txmem_direct_usable_block, the
+ * commit's call-free lookup: on addresses in chunks of small (medium) blocks it must give
  * TXMEM_REL_SMALL (TXMEM_REL_MEDIUM) and txmem_direct_usable's size, elsewhere
  * TXMEM_REL_FOREIGN (the commit then asks txmem_backend_usable): a wrong code would send
  * the limbo's release to the wrong span size. Runs once per strategy (CMakeLists.txt). */
@@ -115,7 +114,10 @@ int main(void) {
   void *objs[SIZES];
   size_t sizes[SIZES];
   for (int i = 0; i < SIZES; i++) {
-    sizes[i] = i < 32 ? (size_t)(i + 1) * 32 : (size_t)(i - 31) * 16384; /* to 128 KiB */
+    /* Small to 1 KiB, medium classes to 8 KiB, page runs to 128 KiB. */
+    sizes[i] = i < 32   ? (size_t)(i + 1) * 32
+               : i < 36 ? (size_t)(i - 31) * 2048
+                        : (size_t)(i - 35) * 32768;
     objs[i] = txalloc_malloc(sizes[i]);
     CHECK(objs[i] != NULL);
   }
@@ -129,7 +131,8 @@ int main(void) {
     check_one(p + u, "one past the object");
   }
   sweep(objs[0], "around a small object");
-  sweep(objs[SIZES - 1], "around a medium object");
+  sweep(objs[35], "around a medium object");
+  sweep(objs[SIZES - 1], "around a page-run object");
   for (int i = 0; i < SIZES; i += 2) txalloc_free(objs[i]);
   for (int i = 0; i < SIZES; i += 2) check_one(objs[i], "freed object");
 
@@ -153,13 +156,13 @@ int main(void) {
   check_one((char *)txa_tls_heap + 64, "this thread's heap + 64");
 
   printf("%lu addresses compared; by region-map kind: none %lu, reserved %lu, small %lu, medium "
-         "%lu, large %lu, meta %lu\n",
+         "%lu, runs %lu, large %lu, meta %lu\n",
          compared, kinds[TXA_KIND_NONE], kinds[TXA_KIND_RESERVED], kinds[TXA_KIND_SMALL],
-         kinds[TXA_KIND_MEDIUM], kinds[TXA_KIND_LARGE], kinds[TXA_KIND_META]);
+         kinds[TXA_KIND_MEDIUM], kinds[TXA_KIND_RUNS], kinds[TXA_KIND_LARGE], kinds[TXA_KIND_META]);
   /* The sweeps met every kind a pointer of a program can meet (reserved granules exist
    * while a region is not carved to its end: not guaranteed). */
   CHECK(kinds[TXA_KIND_NONE] && kinds[TXA_KIND_SMALL] && kinds[TXA_KIND_MEDIUM] &&
-        kinds[TXA_KIND_LARGE] && kinds[TXA_KIND_META]);
+        kinds[TXA_KIND_RUNS] && kinds[TXA_KIND_LARGE] && kinds[TXA_KIND_META]);
   for (int i = 1; i < SIZES; i += 2) txalloc_free(objs[i]);
   txalloc_free(large);
   free(big);
