@@ -24,7 +24,7 @@ static inline void *class_alloc(unsigned c, size_t zero_bytes) {
     errno = ENOMEM;
     return NULL;
   }
-  txa_block *b = h->bins[c].current;
+  txa_block *b = h->current[c];
   bool zeroed = zero_bytes && b->zero_bump && b->free == NULL;
   void *p = txa_block_take(b);
   if (TXA_UNLIKELY(!p)) {
@@ -32,7 +32,7 @@ static inline void *class_alloc(unsigned c, size_t zero_bytes) {
     if (!p) return NULL;
     zeroed = false;
   }
-  txa_bump_counter(&h->cls[c].allocs, 1);
+  txa_bump_counter(&h->cls.allocs[c], 1);
   /* calloc: the whole usable size reads as zero, not just the bytes asked for. */
   if (zero_bytes && !zeroed) memset(p, 0, txa_classes[c].size);
   return p;
@@ -69,9 +69,9 @@ TXALLOC_API void *txalloc_malloc(size_t size) {
       c = txa_class_by_64[(size + 63) >> 6];
     else
       return malloc_slow(size);
-    void *p = txa_block_take(h->bins[c].current);
+    void *p = txa_block_take(h->current[c]);
     if (TXA_LIKELY(p != NULL)) {
-      txa_bump_counter(&h->cls[c].allocs, 1);
+      txa_bump_counter(&h->cls.allocs[c], 1);
       return p;
     }
   }
@@ -207,8 +207,8 @@ static inline __attribute__((always_inline)) void free_remote(txa_heap *h, txa_b
   }
   TXALLOC_ASSERT(txa_object_index(b, (uintptr_t)p) >= 0);
   unsigned c = b->class_shared;
-  txa_bump_counter(&h->cls[c].frees, 1);
-  txa_bump_counter(&h->cls[c].remote_frees, 1);
+  txa_bump_counter(&h->cls.frees[c], 1);
+  txa_bump_counter(&h->cls.remote_frees[c], 1);
   public_push(b, p, key);
 }
 static __attribute__((noinline)) void free_remote_small(txa_heap *h, txa_block *b, void *p) {
@@ -247,8 +247,8 @@ static inline bool free_in_block(void *p, unsigned kind, const char *op) {
   if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
   if (!remote_free(b, p, op)) return false;
   if (h) {
-    txa_bump_counter(&h->cls[c].frees, 1);
-    txa_bump_counter(&h->cls[c].remote_frees, 1);
+    txa_bump_counter(&h->cls.frees[c], 1);
+    txa_bump_counter(&h->cls.remote_frees[c], 1);
   } else {
     atomic_fetch_add_explicit(&txa_global_cls[c][1], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&txa_global_cls[c][2], 1, memory_order_relaxed);

@@ -67,10 +67,10 @@ static inline void txa_owner_push(txa_heap *h, txa_block *b, void *p, unsigned c
   TXALLOC_ASSERT(c == b->class_id && txa_used(b) > 0 && txa_object_index(b, (uintptr_t)p) >= 0);
   *(uintptr_t *)p = txa_encode(b->free, b->key);
   b->free = p;
-  if (TXA_UNLIKELY(txa_used_dec(b) == 0) && b != h->bins[c].current) txa_heap_release_block(h, b);
+  if (TXA_UNLIKELY(txa_used_dec(b) == 0) && b != h->current[c]) txa_heap_release_block(h, b);
 }
 static inline void txa_owner_free(txa_heap *h, txa_block *b, void *p, unsigned c) {
-  txa_bump_counter(&h->cls[c].frees, 1);
+  txa_bump_counter(&h->cls.frees[c], 1);
   txa_owner_push(h, b, p, c);
 }
 
@@ -151,9 +151,9 @@ static inline void *txa_direct_take_spaced(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXA_UNLIKELY(h == NULL || size > TXA_DIRECT_SMALL_MAX)) return NULL;
   unsigned c = txa_direct_spaced_class(size);
-  void *p = txa_block_take(h->bins[c].current);
+  void *p = txa_block_take(h->current[c]);
   if (TXA_UNLIKELY(p == NULL)) return NULL;
-  txa_bump_counter(&h->cls[c].allocs, 1);
+  txa_bump_counter(&h->cls.allocs[c], 1);
   return p;
 }
 
@@ -188,7 +188,7 @@ extern _Atomic(uint64_t) txa_global_cls[TXA_CLASSES][3]; /* stats.c: exited heap
 static inline unsigned txa_direct_reserve(unsigned c, void **out, unsigned n) {
   txa_heap *h = txa_tls_heap;
   if (TXA_UNLIKELY(h == NULL || txa_g.secure)) return 0;
-  txa_block *b = h->bins[c].current;
+  txa_block *b = h->current[c];
   unsigned k = 0;
   while (k < n) {
     void *p = txa_block_take(b);
@@ -204,7 +204,7 @@ static inline unsigned txa_direct_reserve(unsigned c, void **out, unsigned n) {
 static inline void txa_direct_count_class(unsigned c, unsigned k, uint64_t n) {
   txa_heap *h = txa_tls_heap;
   if (TXA_LIKELY(h != NULL))
-    txa_bump_counter(k == 0 ? &h->cls[c].allocs : &h->cls[c].frees, n);
+    txa_bump_counter(k == 0 ? &h->cls.allocs[c] : &h->cls.frees[c], n);
   else
     atomic_fetch_add_explicit(&txa_global_cls[c][k], n, memory_order_relaxed);
 }

@@ -165,18 +165,19 @@ static void set_hint(txa_block *b, bool current) {
   if (b != &txa_empty_block) atomic_store_explicit(&b->current_hint, current, memory_order_relaxed);
 }
 
-static void bin_set_current(txa_bin *bn, txa_block *b) {
-  set_hint(bn->current, false);
-  bn->current = b;
+static void bin_set_current(txa_heap *h, unsigned c, txa_block *b) {
+  set_hint(h->current[c], false);
+  h->current[c] = b;
   set_hint(b, true);
 }
 
-static void bin_insert(txa_bin *bn, txa_block *b) {
+static void bin_insert(txa_heap *h, unsigned c, txa_block *b) {
+  txa_bin *bn = &h->bins[c];
   if (!bn->head) {
     b->next = b->prev = b;
     bn->head = b;
   } else {
-    txa_block *x = bn->current != &txa_empty_block ? bn->current : bn->head;
+    txa_block *x = h->current[c] != &txa_empty_block ? h->current[c] : bn->head;
     b->next = x->next;
     b->prev = x;
     x->next->prev = b;
@@ -185,16 +186,17 @@ static void bin_insert(txa_bin *bn, txa_block *b) {
   bn->blocks++;
 }
 
-static void bin_remove(txa_bin *bn, txa_block *b) {
+static void bin_remove(txa_heap *h, unsigned c, txa_block *b) {
+  txa_bin *bn = &h->bins[c];
   TXALLOC_ASSERT(bn->blocks > 0 && b != &txa_empty_block);
   if (b->next == b) {
     bn->head = NULL;
-    bin_set_current(bn, &txa_empty_block);
+    bin_set_current(h, c, &txa_empty_block);
   } else {
     b->prev->next = b->next;
     b->next->prev = b->prev;
     if (bn->head == b) bn->head = b->next;
-    if (bn->current == b) bin_set_current(bn, b->next);
+    if (h->current[c] == b) bin_set_current(h, c, b->next);
   }
   b->next = b->prev = NULL;
   bn->blocks--;
@@ -205,7 +207,7 @@ static void bin_remove(txa_bin *bn, txa_block *b) {
  * blocks while there is room; else it goes to the store. */
 static void release_block_locked(txa_heap *h, txa_block *b, bool keep) {
   TXALLOC_ASSERT(atomic_load_explicit(&b->owner, memory_order_relaxed) == h);
-  bin_remove(&h->bins[b->class_id], b);
+  bin_remove(h, b->class_id, b);
   atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
   atomic_fetch_sub_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
   if (keep && b->span_kind == TXA_KIND_SMALL && h->empty_count < TXA_HEAP_EMPTY_BLOCKS) {
@@ -247,8 +249,7 @@ static void flush_empty_blocks(txa_heap *h) {
  * the lock (owner, current, counts) decide. */
 static void release_if_empty(txa_heap *h, txa_block *b) {
   if (atomic_load_explicit(&b->owner, memory_order_relaxed) != h) return;
-  txa_bin *bn = &h->bins[b->class_id];
-  if (b == bn->current || b->next == b) return;
+  if (b == h->current[b->class_id] || b->next == b) return;
   uint64_t w = atomic_load_explicit(&b->public_free, memory_order_acquire);
   uint32_t used = txa_used_acquire(b);
   /* used == 0: the owner is releasing it itself (txa_owner_free). */
@@ -321,7 +322,6 @@ void txa_heap_release_block(txa_heap *h, txa_block *b) {
 /* A block for class c owned by h and already in its bin: an abandoned one, else an empty
  * one from the store, else fresh memory. NULL when out of memory. */
 static txa_block *acquire_block(txa_heap *h, unsigned c) {
-  txa_bin *bn = &h->bins[c];
   for (int tries = 0; tries < 4; tries++) {
     txa_block *b = txa_store_pop_abandoned(c);
     if (!b) break;
@@ -330,7 +330,7 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
     txa_block_repatriate(b);
     TXA_COUNT(h, blocks_adopted, 1);
     atomic_fetch_add_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
-    bin_insert(bn, b);
+    bin_insert(h, c, b);
     if (txa_used(b) < b->capacity) return b;
   }
   unsigned kind = txa_classes[c].span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
@@ -352,7 +352,7 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
   }
   txa_block_init(b, h, c, zero);
   atomic_fetch_add_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
-  bin_insert(bn, b);
+  bin_insert(h, c, b);
   return b;
 }
 
@@ -366,7 +366,7 @@ static void end_traversal(txa_bin *bn) {
 /* pre: ring lock held. */
 static void *alloc_slow_locked(txa_heap *h, unsigned c) {
   txa_bin *bn = &h->bins[c];
-  txa_block *cur = bn->current;
+  txa_block *cur = h->current[c];
   void *p;
   if (cur != &txa_empty_block) {
     if (txa_block_repatriate(cur)) TXA_COUNT(h, public_repatriations, 1);
@@ -382,7 +382,7 @@ static void *alloc_slow_locked(txa_heap *h, unsigned c) {
         bn->free_seen += avail;
         bn->cap_seen += x->capacity;
         if (avail) {
-          bin_set_current(bn, x);
+          bin_set_current(h, c, x);
           return block_take_slow(x);
         }
         last = x;
@@ -390,7 +390,7 @@ static void *alloc_slow_locked(txa_heap *h, unsigned c) {
       }
       /* The new block goes after the last block inspected, so that the next search
        * starts with blocks this one did not look at. */
-      bin_set_current(bn, last);
+      bin_set_current(h, c, last);
     }
   }
   bn->grow = false;
@@ -399,7 +399,7 @@ static void *alloc_slow_locked(txa_heap *h, unsigned c) {
     errno = ENOMEM;
     return NULL;
   }
-  bin_set_current(bn, b);
+  bin_set_current(h, c, b);
   p = block_take_slow(b);
   if (!p) { /* an adopted block that is still full: try once more with a fresh one */
     b = acquire_block(h, c);
@@ -407,7 +407,7 @@ static void *alloc_slow_locked(txa_heap *h, unsigned c) {
       errno = ENOMEM;
       return NULL;
     }
-    bin_set_current(bn, b);
+    bin_set_current(h, c, b);
     p = block_take_slow(b);
   }
   return p;
@@ -426,7 +426,7 @@ void *txa_heap_alloc_slow(txa_heap *h, unsigned c) {
 static void heap_reset(txa_heap *h) {
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
     memset(&h->bins[c], 0, sizeof h->bins[c]);
-    h->bins[c].current = &txa_empty_block;
+    h->current[c] = &txa_empty_block;
   }
 }
 
@@ -524,7 +524,7 @@ void txa_heap_trim(txa_heap *h) {
     for (uint32_t i = 0; b && i < n; i++) {
       txa_block *next = b->next;
       txa_block_repatriate(b);
-      if (txa_used(b) == 0 && b != bn->current) release_block_locked(h, b, false);
+      if (txa_used(b) == 0 && b != h->current[c]) release_block_locked(h, b, false);
       b = next;
     }
   }

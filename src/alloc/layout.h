@@ -272,8 +272,8 @@ enum txa_counter {
       TXA_COUNTERS
 };
 
+/* A bin's ring; its current block is the heap's current[class] (see txa_heap). */
 typedef struct txa_bin {
-  txa_block *current; /* never NULL: &txa_empty_block when the bin has no block */
   txa_block *head;    /* the distinguished bin head of §3.3; NULL when empty */
   uint32_t blocks;    /* blocks in the ring */
   uint32_t visited;   /* blocks inspected in the current traversal */
@@ -296,15 +296,21 @@ typedef struct txa_lock {
 /* Arenas of page runs (runs.c); a heap allocates from the one its creation assigned it. */
 #define TXA_RUNS_ARENAS 8
 
+/* Per-class event counts, one array per event: the fast paths index them by class with
+ * one scaled address. */
 typedef struct txa_class_counters {
-  uint64_t allocs, frees, remote_frees;
+  uint64_t allocs[TXA_CLASSES], frees[TXA_CLASSES], remote_frees[TXA_CLASSES];
 } txa_class_counters;
 
 struct txa_heap {
+  /* The block each bin allocates from, never NULL: &txa_empty_block when the bin has no
+   * block. Apart from the bins and first, so that malloc's fast path finds it with one
+   * scaled load. Changed under ring_lock like the rings. */
+  txa_block *current[TXA_CLASSES];
   txa_bin bins[TXA_CLASSES];
   /* Statistics: written by the owning thread only (relaxed atomic stores, plain moves on
    * x86-64), read by txalloc_stats_get. */
-  txa_class_counters cls[TXA_CLASSES];
+  txa_class_counters cls;
   uint64_t counters[TXA_COUNTERS];
   txa_heap *all_next;  /* registry of every heap ever made (never unlinked) */
   txa_heap *pool_next; /* free heaps, ready for a new thread */

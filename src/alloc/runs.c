@@ -68,7 +68,9 @@ static inline runs_chunk *chunk_of(uintptr_t a) {
 static inline unsigned page_of(uintptr_t a) {
   return (unsigned)((a & (TXA_GRANULE - 1)) >> PAGE_SHIFT);
 }
-static inline char *page_addr(runs_chunk *c, unsigned i) { return (char *)c + ((size_t)i << PAGE_SHIFT); }
+static inline char *page_addr(runs_chunk *c, unsigned i) {
+  return (char *)c + ((size_t)i << PAGE_SHIFT);
+}
 
 /* ---- Free runs ---- */
 
@@ -250,8 +252,8 @@ static bool starts_free_run(const void *p) {
 /* Reported after the lock is released: an error hook may allocate. */
 static void report_bad(const void *p, const char *op, bool double_free) {
   if (double_free)
-    txa_error(TXALLOC_ERROR_DOUBLE_FREE, p, "%s(%p): double free: the page run is already free",
-              op, p);
+    txa_error(TXALLOC_ERROR_DOUBLE_FREE, p, "%s(%p): double free: the page run is already free", op,
+              p);
   else
     txa_error(TXALLOC_ERROR_INVALID_FREE, p,
               "%s(%p): invalid pointer: not the start of a live object of a page run", op, p);

@@ -38,7 +38,7 @@ void txa_stats_fold_heap(txa_heap *h) {
     __atomic_store_n(&h->runs_bytes[k], 0, __ATOMIC_RELAXED);
   }
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
-    uint64_t *v[3] = {&h->cls[c].allocs, &h->cls[c].frees, &h->cls[c].remote_frees};
+    uint64_t *v[3] = {&h->cls.allocs[c], &h->cls.frees[c], &h->cls.remote_frees[c]};
     for (unsigned k = 0; k < 3; k++) {
       atomic_fetch_add_explicit(&txa_global_cls[c][k], txa_rd(v[k]), memory_order_relaxed);
       __atomic_store_n(v[k], 0, __ATOMIC_RELAXED);
@@ -56,9 +56,9 @@ static void sum_classes(txalloc_class_stats out[TXA_CLASSES]) {
   }
   for (txa_heap *h = txa_heap_first(); h; h = h->all_next) {
     for (unsigned c = 0; c < TXA_CLASSES; c++) {
-      out[c].allocs += txa_rd(&h->cls[c].allocs);
-      out[c].frees += txa_rd(&h->cls[c].frees);
-      out[c].remote_frees += txa_rd(&h->cls[c].remote_frees);
+      out[c].allocs += txa_rd(&h->cls.allocs[c]);
+      out[c].frees += txa_rd(&h->cls.frees[c]);
+      out[c].remote_frees += txa_rd(&h->cls.remote_frees[c]);
     }
   }
 }

@@ -53,8 +53,8 @@ static void resize_in_place(void) {
   CHECK(a != NULL && txalloc_owner_of(a) == TXALLOC_SMALL);
   fill_all(a, 9 * KIB, 1);
   char *grown = txalloc_realloc(a, 100 * KIB);
-  CHECKF(grown == a, "realloc(9 KiB -> 100 KiB) moved: %p -> %p (free pages follow it)",
-         (void *)a, (void *)grown);
+  CHECKF(grown == a, "realloc(9 KiB -> 100 KiB) moved: %p -> %p (free pages follow it)", (void *)a,
+         (void *)grown);
   CHECK(prefix_intact(grown, 9 * KIB, 1) && txalloc_usable_size(grown) >= 100 * KIB);
   fill_all(grown, 100 * KIB, 2);
 
@@ -121,8 +121,7 @@ static void calloc_reused(void) {
     size_t u = txalloc_usable_size(z);
     size_t nonzero = 0;
     for (size_t k = 0; k < u; k++) nonzero += z[k] != 0;
-    CHECKF(nonzero == 0, "calloc(%zu) on reused runs: %zu of %zu bytes not zero", size, nonzero,
-           u);
+    CHECKF(nonzero == 0, "calloc(%zu) on reused runs: %zu of %zu bytes not zero", size, nonzero, u);
     txalloc_free(z);
   }
 }

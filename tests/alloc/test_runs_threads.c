@@ -59,10 +59,11 @@ static void *worker(void *arg) {
       break;
     }
     case 2: /* to another thread, which frees or reallocs it */
-      if (o->p) *o = test_exchange_swap(&exchange_lock, exchange, (int)test_rng_below(&rng, EXCHANGE), *o, &my_bad);
+      if (o->p)
+        *o = test_exchange_swap(&exchange_lock, exchange, (int)test_rng_below(&rng, EXCHANGE), *o,
+                                &my_bad);
       break;
-    default:
-      test_obj_free(o, &my_bad);
+    default: test_obj_free(o, &my_bad);
     }
   }
   for (int i = 0; i < SLOTS; i++) test_obj_free(&slot[i], &my_bad);
