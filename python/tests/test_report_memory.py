@@ -89,3 +89,40 @@ def test_memory_rows_have_their_own_table(tmp_path):
     assert "| idle-owners | 4 | rss_after_mib | 400 (mean 400" in memory_part
     # the memory section follows the time section
     assert report.index("memory, ratio to the best") > report.index("Allocator suite: ratio to the best")
+
+
+def test_peak_rss_has_a_ratio_table(tmp_path):
+    """threadtest: glibc and jemalloc both peak at 1000 KiB in _study, so both are 1.00;
+    the table sits in the time rows' section and leaves idle-owners (a memory row) out."""
+    report = _study(tmp_path).read_text()
+    part = _section(report, "### Allocator suite: peak resident memory, ratio to the least")
+    lines = [line for line in part.splitlines() if line.startswith("| threadtest")]
+    assert lines == ["| threadtest | 1 | 1000 | 1.00 | 1.00 |"]
+    assert "idle-owners" not in part
+    assert "| *geometric mean, 1 thread* | 1 |  | *1.00* | *1.00* |" in part
+
+
+def test_peak_rss_ratios_and_means():
+    from txalloc.analysis import RowResult
+    from txalloc.report import peak_rss_ratio_table
+
+    def row(threads: int, rss: dict) -> RowResult:
+        return RowResult(
+            workload="w",
+            group="alloc",
+            params={},
+            threads=threads,
+            label="w",
+            metric="time_s",
+            higher_is_better=False,
+            peak_rss_kib=rss,
+        )
+
+    table = peak_rss_ratio_table(
+        [row(1, {"a": 100.0, "b": 400.0}), row(2, {"a": 200.0, "b": 100.0}), row(2, {"a": 300.0})], ["a", "b"]
+    )
+    assert "| w | 1 | 100 | 1.00 | 4.00 |" in table
+    assert "| w | 2 | 100 | 2.00 | 1.00 |" in table
+    assert "| w | 2 | 300 | 1.00 | – |" in table
+    assert "| *geometric mean, 2 threads* | 2 |  | *1.41* | *1.00* |" in table
+    assert "| *geometric mean, all rows* |  |  | *1.26* | *2.00* |" in table

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from . import plots, report_placement, report_profile, report_syncchar
+from . import plots, report_placement, report_profile, report_syncchar, stats
 from .analysis import Analysis, RowResult, analyze, best_worst_table, geometric_means
 from .errors import UserError
 from .row_figures import PLACEMENT_FIELDS, RowFigures, row_key
@@ -321,6 +321,40 @@ def memory_table(rows: list[RowResult], allocs: list[str]) -> str:
     return _table(["workload", "threads"] + [f"{a} (KiB)" for a in allocs], body) if body else ""
 
 
+def peak_rss_ratio_table(rows: list[RowResult], allocs: list[str]) -> str:
+    """Rows × allocators, each cell the allocator's median peak RSS over the row's smallest
+    (1.00 = least memory), then the geometric mean per allocator for each thread count and
+    overall: how much memory each allocator needs for the same work."""
+    rows = [r for r in rows if r.peak_rss_kib]
+    if not rows:
+        return ""
+
+    def ratios(r: RowResult) -> dict[str, float]:
+        least = min(r.peak_rss_kib.values())
+        return {a: v / least for a, v in r.peak_rss_kib.items() if least > 0}
+
+    def gm_cells(subset: list[RowResult]) -> list[str]:
+        cells = []
+        for a in allocs:
+            rs = [ratios(r)[a] for r in subset if a in ratios(r)]
+            cells.append(f"*{stats.geometric_mean(rs):.2f}*" if rs else "–")
+        return cells
+
+    body = []
+    for r in rows:
+        rr = ratios(r)
+        least = min(r.peak_rss_kib.values())
+        body.append([r.label, str(r.threads), _fmt(least)] + [f"{rr[a]:.2f}" if a in rr else "–" for a in allocs])
+    for t in sorted({r.threads for r in rows}):
+        body.append(
+            [f"*geometric mean, {t} thread{'s' if t > 1 else ''}*", str(t), ""]
+            + gm_cells([r for r in rows if r.threads == t])
+        )
+    if len({r.threads for r in rows}) > 1:
+        body.append(["*geometric mean, all rows*", "", ""] + gm_cells(rows))
+    return _table(["workload", "threads", "least (KiB)"] + allocs, body)
+
+
 def memory_section(title: str, rows: list[RowResult], cols: list[str], an: Analysis) -> str:
     """The rows whose metric is a memory figure (lower is better): their ratios to the best
     and their medians, apart from the time rows and their geometric means."""
@@ -573,6 +607,13 @@ def render(study_dir: Path) -> Path:
             f"\n### {title}: medians with mean ± 95 % confidence interval (Student t)\n\n"
             + detail_table(rows, group_cols)
         )
+        prt = peak_rss_ratio_table(rows, group_cols) if group == "alloc" else ""
+        if prt:
+            out.append(
+                f"\n### {title}: peak resident memory, ratio to the least\n\n"
+                "Each allocator's median peak RSS (`memory.peak_rss_kib`) over the row's smallest; "
+                "the medians are in the section Peak resident memory.\n\n" + prt
+            )
         if group == "tm" and not any(r.tm for r in rows):
             out.append("\nNo abort figures: these workloads reported no `tm_stats` (e.g. libitm counts nothing).\n")
         elif group == "tm":
