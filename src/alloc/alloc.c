@@ -344,7 +344,7 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
   txa_init();
   uintptr_t a = (uintptr_t)p;
   unsigned kind = txa_kind_of(a);
-  size_t old;
+  size_t old, want = size;
   if (kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM) {
     txa_block *b = txa_block_of(a, kind);
     if (txa_object_index(b, a) < 0) {
@@ -355,18 +355,14 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
     /* In place while the object is big enough and not more than twice the need. */
     if (size <= old && (size >= old / 2 || old <= 64)) return p;
   } else if (kind == TXA_KIND_RUNS) {
-    old = txa_runs_usable(p);
+    /* Within the runs' sizes, in place whenever the neighbouring pages allow. */
+    void *q = txa_runs_resize(p, size, &old);
+    if (q) return q;
     if (old == 0) {
       txa_runs_free(p, "realloc"); /* reports the bad pointer */
       return NULL;
     }
-    /* Within the runs' sizes, in place whenever the neighbouring pages allow. */
-    if (size > TXA_RUNS_MIN && size <= TXA_MEDIUM_MAX) {
-      void *q = txa_runs_resize(p, size);
-      if (q) return q;
-    } else if (size <= old && size >= old / 2) {
-      return p;
-    }
+    if (size <= old && size >= old / 2) return p;
   } else if (kind == TXA_KIND_LARGE) {
     old = txa_large_usable(p);
     if (old == 0) {
@@ -381,7 +377,11 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
     report_not_ours("realloc", p);
     return NULL;
   }
-  void *q = txalloc_malloc(size);
+  /* A growth that moves takes a quarter more (two class steps at least), within the
+   * classes and page runs: a buffer grown by small steps then moves half as often. */
+  if (size > old && size <= TXA_MEDIUM_MAX && old + old / 4 > size)
+    want = old + old / 4 < TXA_MEDIUM_MAX ? old + old / 4 : TXA_MEDIUM_MAX;
+  void *q = txalloc_malloc(want);
   if (!q) return NULL; /* p stays valid */
   memcpy(q, p, old < size ? old : size);
   free_checked(p, "realloc");

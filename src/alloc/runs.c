@@ -294,13 +294,14 @@ size_t txa_runs_usable(const void *p) {
   return usable;
 }
 
-void *txa_runs_resize(void *p, size_t size) {
+void *txa_runs_resize(void *p, size_t size, size_t *usable) {
   runs_chunk *c = chunk_of((uintptr_t)p);
   runs_arena *a = lock_arena_of(c);
   unsigned i = live_start(p);
   void *result = NULL;
-  if (i) {
-    size_t old = run_usable(c, i);
+  *usable = i ? run_usable(c, i) : 0;
+  if (i && size > TXA_RUNS_MIN && size <= TXA_MEDIUM_MAX) {
+    size_t old = *usable;
     unsigned n = c->len[i];
     unsigned m = (unsigned)((size + (size_t)c->colour[i] * COLOUR_UNIT + PAGE - 1) >> PAGE_SHIFT);
     unsigned end = i + n;
