@@ -358,10 +358,7 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
     /* Within the runs' sizes, in place whenever the neighbouring pages allow. */
     void *q = txa_runs_resize(p, size, &old);
     if (q) return q;
-    if (old == 0) {
-      txa_runs_free(p, "realloc"); /* reports the bad pointer */
-      return NULL;
-    }
+    if (old == 0) return NULL; /* reported */
     if (size <= old && size >= old / 2) return p;
   } else if (kind == TXA_KIND_LARGE) {
     old = txa_large_usable(p);

@@ -114,7 +114,8 @@ void *txa_runs_alloc(size_t size, bool zero); /* zero: the whole usable size */
 void txa_runs_free(void *p, const char *op);  /* reports bad pointers */
 /* Resizes run object p to `size` bytes in place (shrinking, or growing into the free run
  * after it) when size is within the runs' sizes; p, or NULL when it does not (p is
- * unchanged). *old: p's usable size before, 0 when p starts no live object (nothing done). */
+ * unchanged). *old: p's usable size before, 0 when p starts no live object, which it
+ * reports as realloc's bad pointer. */
 void *txa_runs_resize(void *p, size_t size, size_t *old);
 void txa_runs_collect(void);  /* decommits the chunks whose runs are all free */
 void txa_runs_lock_all(void); /* fork: every arena's lock */

@@ -2,9 +2,9 @@
  * pages cut from shared 1 MiB chunks, with coalescing on free and resizing in place.
  *
  * Why: in per-class spans, the memory of a class serves that class only, so a program's
- * resident set follows the sum of each class's peak. Objects above 16 KiB are few per
+ * resident set follows the sum of each class's peak. Objects above 8 KiB are few per
  * class and change class on every realloc, so their peaks hardly overlap (a string grown
- * by small steps from 16 KiB to 128 KiB passes through 24 classes). A run freed here is
+ * by small steps from 8 KiB to 128 KiB passes through 32 classes). A run freed here is
  * reused by a request of any size, and a realloc grows into the free run after it.
  *
  * A chunk (a granule of kind TXA_KIND_RUNS) keeps its page map in its first page; pages
@@ -21,11 +21,14 @@
  * Chunks belong to arenas, each with a lock and its chunks; a thread heap allocates from
  * the arena its creation assigned it (TXA_RUNS_ARENAS of them, so threads rarely share
  * one), and a free takes the lock of the object's arena, remote or not: each operation
- * moves or fills at least 16 KiB, next to which an uncontended lock is cheap. An arena
+ * moves or fills at least 8 KiB, next to which an uncontended lock is cheap. An arena
  * searches its chunks in creation order (the oldest first keeps the newest ones empty, so
- * they can be returned). A chunk whose runs are all free is decommitted (all but its map
- * page) once two others of its arena are empty too; txalloc_collect decommits every
- * empty one. */
+ * they can be returned), one after the other: an arena of many fragmented chunks makes
+ * its allocations slower. While more than two of an arena's chunks are empty and
+ * committed, the newest of them is decommitted (all but its map page): the search takes
+ * the oldest first, so a program that frees and allocates again at the edge of a chunk
+ * reuses a committed one instead of decommitting and faulting the same chunk each time.
+ * txalloc_collect decommits every empty chunk. */
 #include <errno.h>
 #include <string.h>
 
@@ -142,6 +145,7 @@ static void chunk_init(runs_arena *a, runs_chunk *c) {
 static bool chunk_empty(const runs_chunk *c) { return c->free_pages == PAGES - FIRST_PAGE; }
 
 static void chunk_decommit(runs_arena *a, runs_chunk *c) {
+  TXALLOC_ASSERT(chunk_empty(c) && !c->decommitted);
   txa_os_decommit(page_addr(c, FIRST_PAGE), (PAGES - FIRST_PAGE) * PAGE);
   txa_committed_add(-(int64_t)((PAGES - FIRST_PAGE) * PAGE));
   TXA_GCOUNT(spans_decommitted, 1);
@@ -149,12 +153,23 @@ static void chunk_decommit(runs_arena *a, runs_chunk *c) {
   a->empty_committed--;
 }
 
-/* Takes a run of n pages from c, which has one; returns its first page. */
-static unsigned take_run(runs_arena *a, runs_chunk *c, unsigned n, unsigned fit) {
+/* Decommits the newest of a's empty committed chunks. pre: there is one. */
+static void decommit_newest_empty(runs_arena *a) {
+  runs_chunk *newest = NULL;
+  for (runs_chunk *c = a->chunks; c; c = c->next)
+    if (chunk_empty(c) && !c->decommitted) newest = c;
+  chunk_decommit(a, newest);
+}
+
+/* Takes a run of n pages from c, which has one; returns its first page. *zeroed: the run
+ * reads as zero (c was fresh or decommitted). */
+static unsigned take_run(runs_arena *a, runs_chunk *c, unsigned n, unsigned fit, bool *zeroed) {
+  *zeroed = false;
   if (chunk_empty(c)) {
     if (c->decommitted) {
       txa_committed_add((int64_t)((PAGES - FIRST_PAGE) * PAGE));
       c->decommitted = false;
+      *zeroed = true;
     } else {
       a->empty_committed--;
     }
@@ -198,11 +213,14 @@ static void count(unsigned k, uint64_t usable) {
 
 void *txa_runs_alloc(size_t size, bool zero) {
   unsigned n = (unsigned)((size + PAGE - 1) >> PAGE_SHIFT);
+  /* A thread gets its heap here too, so that its arena (and counts) are its own. */
   txa_heap *h = txa_tls_heap;
+  if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
   runs_arena *a = &arenas[h ? h->runs_arena : 0];
   txa_lock_acquire(&a->lock);
   runs_chunk *c = a->chunks;
   unsigned fit = 0;
+  bool fresh = false;
   for (; c; c = c->next)
     if (c->free_pages >= n && (fit = shortest_fit(c, n)) != 0) break;
   if (!c) {
@@ -213,9 +231,12 @@ void *txa_runs_alloc(size_t size, bool zero) {
       return NULL;
     }
     chunk_init(a, c);
+    fresh = true;
     fit = shortest_fit(c, n);
   }
-  unsigned i = take_run(a, c, n, fit);
+  bool zeroed = false;
+  unsigned i = take_run(a, c, n, fit, &zeroed);
+  zeroed = zeroed || fresh; /* carved memory reads as zero */
   /* The colour uses the run's slack only, so it never costs a page: consecutive runs start
    * their objects on different L1 sets, as the colours of class spans do. */
   size_t slack_units = (((size_t)n << PAGE_SHIFT) - size) / COLOUR_UNIT;
@@ -224,7 +245,7 @@ void *txa_runs_alloc(size_t size, bool zero) {
   size_t usable = run_usable(c, i);
   txa_lock_release(&a->lock);
   char *p = page_addr(c, i) + (size_t)c->colour[i] * COLOUR_UNIT;
-  if (zero) memset(p, 0, usable);
+  if (zero && !zeroed) memset(p, 0, usable);
   count(0, usable);
   return p;
 }
@@ -280,7 +301,7 @@ void txa_runs_free(void *p, const char *op) {
   size_t usable = run_usable(c, i);
   c->tag[i] = 0;
   release_pages(c, i, c->len[i]);
-  if (chunk_empty(c) && ++a->empty_committed > EMPTY_KEPT) chunk_decommit(a, c);
+  if (chunk_empty(c) && ++a->empty_committed > EMPTY_KEPT) decommit_newest_empty(a);
   txa_lock_release(&a->lock);
   count(1, usable);
 }
@@ -298,9 +319,16 @@ void *txa_runs_resize(void *p, size_t size, size_t *usable) {
   runs_chunk *c = chunk_of((uintptr_t)p);
   runs_arena *a = lock_arena_of(c);
   unsigned i = live_start(p);
+  if (!i) { /* classified under the lock: the run may be handed out again after it */
+    bool double_free = starts_free_run(p);
+    txa_lock_release(&a->lock);
+    report_bad(p, "realloc", double_free);
+    *usable = 0;
+    return NULL;
+  }
   void *result = NULL;
-  *usable = i ? run_usable(c, i) : 0;
-  if (i && size > TXA_RUNS_MIN && size <= TXA_MEDIUM_MAX) {
+  *usable = run_usable(c, i);
+  if (size > TXA_RUNS_MIN && size <= TXA_MEDIUM_MAX) {
     size_t old = *usable;
     unsigned n = c->len[i];
     unsigned m = (unsigned)((size + (size_t)c->colour[i] * COLOUR_UNIT + PAGE - 1) >> PAGE_SHIFT);

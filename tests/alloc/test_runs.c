@@ -13,7 +13,8 @@
  *       chunk's map page and a freed run's interior are invalid pointers; realloc
  *       reports the same and returns NULL;
  *   (6) chunks whose runs are all free are decommitted beyond the two kept, and
- *       txalloc_collect decommits those too. */
+ *       txalloc_collect decommits those too; a program that then allocates and frees one
+ *       object in a loop reuses a kept chunk: no decommit, no commit, per iteration. */
 #include "alloc/layout.h"
 #include "alloc_test.h"
 #include "check.h"
@@ -171,10 +172,17 @@ static void empty_chunks_decommitted(void) {
   txalloc_collect();
   size_t before = now().committed_bytes;
   for (int i = 0; i < N; i++) p[i] = txalloc_malloc(100 * KIB); /* 7+ chunks */
-  for (int i = 0; i < N; i++) txalloc_free(p[i]);
+  for (int i = N - 1; i >= 0; i--) txalloc_free(p[i]);          /* the oldest chunk empties last */
   size_t kept = now().committed_bytes - before;
   CHECKF(kept <= 2 * MIB, "%zu KiB still committed after freeing every run (two chunks kept)",
          kept / KIB);
+  txalloc_stats edge = now();
+  for (int i = 0; i < 100; i++) txalloc_free(txalloc_malloc(100 * KIB));
+  CHECKF(now().spans_decommitted == edge.spans_decommitted &&
+             now().committed_bytes == edge.committed_bytes,
+         "malloc/free at an empty chunk: %llu decommits, committed %zu -> %zu KiB",
+         (unsigned long long)(now().spans_decommitted - edge.spans_decommitted),
+         (size_t)edge.committed_bytes / KIB, (size_t)now().committed_bytes / KIB);
   txalloc_collect();
   CHECKF(now().committed_bytes <= before, "after txalloc_collect: %zu, before the runs: %zu",
          now().committed_bytes, before);
