@@ -107,6 +107,20 @@ def is_memory_metric(metric: str) -> bool:
     return metric_unit(metric) in MEMORY_UNITS
 
 
+def _mean_rows(rows: list[RowResult], cells) -> list[list[str]]:
+    """A table's closing rows: cells(subset) for the rows of each thread count, then for all
+    rows when there are several thread counts."""
+    out = []
+    for t in sorted({r.threads for r in rows}):
+        out.append(
+            [f"*geometric mean, {t} thread{'s' if t > 1 else ''}*", str(t), ""]
+            + cells([r for r in rows if r.threads == t])
+        )
+    if len({r.threads for r in rows}) > 1:
+        out.append(["*geometric mean, all rows*", "", ""] + cells(rows))
+    return out
+
+
 def ratio_table(an: Analysis, rows: list[RowResult], allocs: list[str]) -> str:
     """Rows × allocators, each cell the median's ratio to the row's best (1.00 = best; bold
     when its interval is clear of the others', marked when tied: RATIO_LEGEND), then the
@@ -125,13 +139,7 @@ def ratio_table(an: Analysis, rows: list[RowResult], allocs: list[str]) -> str:
         most = max((n for _, n in gm.values()), default=0)
         return [(f"*{g:.2f}*" + (f" ({n} rows)" if n < most else "")) if n else "–" for g, n in gm.values()]
 
-    for t in sorted({r.threads for r in rows}):
-        body.append(
-            [f"*geometric mean, {t} thread{'s' if t > 1 else ''}*", str(t), ""]
-            + gm_cells([r for r in rows if r.threads == t])
-        )
-    if len({r.threads for r in rows}) > 1:
-        body.append(["*geometric mean, all rows*", "", ""] + gm_cells(rows))
+    body += _mean_rows(rows, gm_cells)
     return _table(["workload", "threads", "best median"] + allocs, body)
 
 
@@ -345,13 +353,7 @@ def peak_rss_ratio_table(rows: list[RowResult], allocs: list[str]) -> str:
         rr = ratios(r)
         least = min(r.peak_rss_kib.values())
         body.append([r.label, str(r.threads), _fmt(least)] + [f"{rr[a]:.2f}" if a in rr else "–" for a in allocs])
-    for t in sorted({r.threads for r in rows}):
-        body.append(
-            [f"*geometric mean, {t} thread{'s' if t > 1 else ''}*", str(t), ""]
-            + gm_cells([r for r in rows if r.threads == t])
-        )
-    if len({r.threads for r in rows}) > 1:
-        body.append(["*geometric mean, all rows*", "", ""] + gm_cells(rows))
+    body += _mean_rows(rows, gm_cells)
     return _table(["workload", "threads", "least (KiB)"] + allocs, body)
 
 
