@@ -313,15 +313,8 @@ TXALLOC_API void txalloc_free(void *p) {
 TXALLOC_API size_t txalloc_usable_size(const void *p) {
   if (!p) return 0;
   txa_init();
-  uintptr_t a = (uintptr_t)p;
-  unsigned kind = txa_kind_of(a);
-  if (kind == TXA_KIND_SMALL || kind == TXA_KIND_MEDIUM) {
-    txa_block *b = txa_block_of(a, kind);
-    return txa_object_index(b, a) >= 0 ? b->size : 0;
-  }
-  if (kind == TXA_KIND_RUNS) return txa_runs_usable(p);
-  if (kind == TXA_KIND_LARGE) return txa_large_usable(p);
-  return 0;
+  size_t usable;
+  return txa_direct_usable(p, &usable) ? usable : 0;
 }
 
 TXALLOC_API txalloc_owner txalloc_owner_of(const void *p) {

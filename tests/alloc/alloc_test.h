@@ -126,6 +126,14 @@ static inline void test_error_record(txalloc_error_kind kind, const void *ptr, c
   log->ptr = ptr;
 }
 
+/* Whether the log holds exactly one report since its last reset, of `kind` about `ptr`;
+ * resets it for the next expectation. */
+static inline int test_error_one(test_error_log *log, txalloc_error_kind kind, const void *ptr) {
+  int one = log->reports == 1 && log->kind == kind && log->ptr == ptr;
+  *log = (test_error_log){0};
+  return one;
+}
+
 /* Starts `n` (<= 64) threads running fn(&args[i * arg_size]) and joins them; exits the
  * test (status 2) if a thread cannot be created. */
 static inline void test_run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size) {

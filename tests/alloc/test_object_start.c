@@ -54,11 +54,10 @@ static long check_class(unsigned c, uint32_t colour) {
 static test_error_log errors;
 
 static void expect_report(const char *what, const void *p, txalloc_error_kind kind) {
-  CHECKF(errors.reports == 1 && errors.kind == kind && errors.ptr == p,
-         "%s of %p: %d reports, kind %d, pointer %p; want one of kind %d", what, p, errors.reports,
-         (int)errors.kind, errors.ptr, (int)kind);
-  errors.reports = 0;
-  errors.ptr = NULL;
+  test_error_log seen = errors;
+  CHECKF(test_error_one(&errors, kind, p),
+         "%s of %p: %d reports, kind %d, pointer %p; want one of kind %d", what, p, seen.reports,
+         (int)seen.kind, seen.ptr, (int)kind);
 }
 
 static uint64_t live_bytes(void) {
