@@ -52,11 +52,25 @@ static void fork_release(void) {
 
 static _Atomic(int) fork_registered;
 
+#ifdef __GLIBC__
+/* What glibc's pthread_atfork does, called directly: pthread_atfork is a stub from
+ * libc_nonshared.a that the linker places at the very end of libtxalloc.so's code, where
+ * calling it would fault in a window of code a program that only mallocs never runs
+ * (docs/allocator.md, "Code footprint"). __dso_handle lets glibc drop the handlers if the
+ * library is unloaded. */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+                             void *dso_handle);
+extern void *__dso_handle;
+#define TXA_ATFORK(prepare, parent, child) __register_atfork(prepare, parent, child, __dso_handle)
+#else
+#define TXA_ATFORK(prepare, parent, child) pthread_atfork(prepare, parent, child)
+#endif
+
 /* Registers the handlers once: from the library constructor or from the initialisation,
  * whichever comes first (init.c). */
 void txa_fork_register(void) {
   int expected = 0;
   if (atomic_compare_exchange_strong_explicit(&fork_registered, &expected, 1, memory_order_acq_rel,
                                               memory_order_acquire))
-    pthread_atfork(fork_prepare, fork_release, fork_release);
+    TXA_ATFORK(fork_prepare, fork_release, fork_release);
 }

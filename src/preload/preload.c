@@ -34,3 +34,9 @@ TXALLOC_PRELOAD size_t malloc_usable_size(void *ptr) { return txalloc_usable_siz
 /* Obsolete glibc alias some old programs still call. */
 void cfree(void *ptr);
 TXALLOC_PRELOAD void cfree(void *ptr) { txalloc_free(ptr); }
+
+/* The library's DT_FINI (-Wl,-fini, src/preload/CMakeLists.txt), in place of crtn's
+ * _fini, which is empty here but sits after all the code, where calling it at exit would
+ * fault in a window of code the program never ran (docs/allocator.md, "Code footprint"). */
+void txa_library_fini(void);
+void txa_library_fini(void) {}

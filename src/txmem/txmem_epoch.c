@@ -124,7 +124,9 @@ void txmem_orphan_gauges(uint64_t *objects, uint64_t *bytes) {
   *bytes = atomic_load_explicit(&g_orphan_bytes, memory_order_relaxed);
 }
 
-void txmem_set_stale_hook(txmem_stale_hook hook, void *arg) {
+/* cold: run once, from the TM runtime's constructor, and kept with the other startup
+ * code, away from the transactional paths (docs/allocator.md, "Code footprint"). */
+__attribute__((cold)) void txmem_set_stale_hook(txmem_stale_hook hook, void *arg) {
   pthread_mutex_lock(&g_stale_lock);
   g_stale_hook = hook;
   g_stale_arg = arg;

@@ -13,7 +13,9 @@
 static _Atomic(txmem_refill_hook) refill_hook;
 static void *_Atomic refill_arg;
 
-void txmem_set_refill_hook(txmem_refill_hook hook, void *arg) {
+/* cold: run once, from the TM runtime's constructor, and kept with the other startup
+ * code, away from the transactional paths (docs/allocator.md, "Code footprint"). */
+__attribute__((cold)) void txmem_set_refill_hook(txmem_refill_hook hook, void *arg) {
   atomic_store(&refill_arg, arg);
   atomic_store(&refill_hook, hook);
 }
