@@ -69,6 +69,7 @@ TXALLOC_API txalloc_error_fn txalloc_set_error_hook(txalloc_error_fn fn, void *a
   X(mallocs, "objects allocated (all entry points)")                                               \
   X(frees, "objects freed")                                                                        \
   X(remote_frees, "frees by a thread that does not own the object's block")                        \
+  X(foreign_reuses, "mallocs served by objects of another thread's block that this one freed")     \
   X(large_mallocs, "allocations served by large spans or mappings")                                \
   X(public_repatriations, "public free lists taken back by their owner")                           \
   X(blocks_from_store, "blocks taken from the block store (empty or abandoned)")                   \

@@ -57,6 +57,22 @@ static __attribute__((noinline)) void *malloc_slow(size_t size) { return alloc_s
 /* The common case as a leaf without a stack frame: a small or medium request of a thread
  * with a heap, served by the current block of its bin. Everything else (first call, page
  * runs and large sizes, a refill) tail-calls malloc_slow, which starts again from the size. */
+/* malloc from the heap's foreign list of a class (foreign.c), given the list's head slot
+ * h->foreign + class. Not inlined, and given no more than malloc's fast path has at hand:
+ * that path stays a leaf without a stack frame, pays a load and a branch, and tail-calls
+ * this. */
+static __attribute__((noinline)) void *foreign_take(txa_heap *h, void **slot) {
+  unsigned c = (unsigned)(slot - h->foreign);
+  void *p = *slot;
+  *slot = ((void **)p)[1];
+  h->foreign_bytes -= txa_classes[c].size;
+  if (--h->foreign_count[c] == 0) txa_foreign_grow(h, c);
+  *(uintptr_t *)p = 0; /* a live object's first word */
+  txa_bump_counter(&h->cls.allocs[c], 1);
+  TXA_COUNT(h, foreign_reuses, 1);
+  return p;
+}
+
 TXALLOC_API void *txalloc_malloc(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXA_LIKELY(h != NULL)) {
@@ -69,6 +85,7 @@ TXALLOC_API void *txalloc_malloc(size_t size) {
       c = txa_class_by_64[(size + 63) >> 6];
     else
       return malloc_slow(size);
+    if (TXA_UNLIKELY(h->foreign[c] != NULL)) return foreign_take(h, &h->foreign[c]);
     void *p = txa_block_take(h->current[c]);
     if (TXA_LIKELY(p != NULL)) {
       txa_bump_counter(&h->cls.allocs[c], 1);
@@ -160,23 +177,6 @@ static void report_double_free(const char *op, const void *p, const txa_block *b
 
 /* ---- free ---- */
 
-/* Pushes p onto b's public list (key: b's). */
-static inline __attribute__((always_inline)) void public_push(txa_block *b, void *p,
-                                                              uintptr_t key) {
-  uint64_t old = atomic_load_explicit(&b->public_free, memory_order_relaxed);
-  do {
-    *(uintptr_t *)p = txa_encode(txa_public_head(old), key);
-  } while (!atomic_compare_exchange_weak_explicit(&b->public_free, &old,
-                                                  txa_public_pack(p, txa_public_count(old) + 1),
-                                                  memory_order_release, memory_order_relaxed));
-  /* Every object out of a block that is not its bin's current one is now on the public
-   * list: offer it to its owner for release, which may be idle (heap.c). Reading `used`
-   * (the owner's line) only for non-current blocks keeps the owner's hot line unshared. */
-  if (!atomic_load_explicit(&b->current_hint, memory_order_relaxed) &&
-      txa_public_count(old) + 1 == txa_used_acquire(b))
-    txa_heap_offer_release(b);
-}
-
 /* Returns false (after reporting) for a double free. */
 static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void *p,
                                                               const char *op) {
@@ -185,7 +185,7 @@ static inline __attribute__((always_inline)) bool remote_free(txa_block *b, void
     report_double_free(op, p, b);
     return false;
   }
-  public_push(b, p, key);
+  txa_public_push(b, p, key);
   return true;
 }
 
@@ -209,7 +209,17 @@ static inline __attribute__((always_inline)) void free_remote(txa_heap *h, txa_b
   unsigned c = b->class_shared;
   txa_bump_counter(&h->cls.frees[c], 1);
   txa_bump_counter(&h->cls.remote_frees[c], 1);
-  public_push(b, p, key);
+  uint32_t size = b->size;
+  if (h->foreign_count[c] < h->foreign_cap[c] && h->foreign_bytes + size <= TXA_FOREIGN_BYTES) {
+    /* Kept for this thread's next malloc of class c (foreign.c). */
+    *(uintptr_t *)p = txa_encode(NULL, key);
+    ((void **)p)[1] = h->foreign[c];
+    h->foreign[c] = p;
+    h->foreign_count[c]++;
+    h->foreign_bytes += size;
+    return;
+  }
+  txa_public_push(b, p, key);
 }
 static __attribute__((noinline)) void free_remote_small(txa_heap *h, txa_block *b, void *p) {
   free_remote(h, b, p, TXA_KIND_SMALL);
@@ -450,7 +460,10 @@ TXALLOC_API void *txalloc_pvalloc(size_t size) {
 TXALLOC_API void txalloc_collect(void) {
   txa_init();
   txa_heap *h = txa_tls_heap;
-  if (h) txa_heap_trim(h);
+  if (h) {
+    txa_foreign_flush(h);
+    txa_heap_trim(h);
+  }
   txa_store_reclaim_abandoned();
   txa_store_purge(true);
   txa_runs_collect();

@@ -428,6 +428,7 @@ static void heap_reset(txa_heap *h) {
     memset(&h->bins[c], 0, sizeof h->bins[c]);
     h->current[c] = &txa_empty_block;
   }
+  txa_foreign_reset(h);
 }
 
 void txa_heap_tls_destructor(void *arg) {
@@ -472,6 +473,9 @@ bool txa_thread_is_exiting(void) { return tls_exiting; }
 
 void txa_heap_abandon(txa_heap *h) {
   int64_t released = 0;
+  /* First, so that objects of blocks this heap owns reach their public lists, which the
+   * loop below takes back. */
+  txa_foreign_flush(h);
   ring_lock(h);
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
     txa_bin *bn = &h->bins[c];

@@ -62,6 +62,28 @@ void txa_heap_trim(txa_heap *h);         /* return empty non-current blocks to t
 /* After a remote free made b's public list hold every object out of it (count), while b is
  * not its bin's current block: offers b to its owner for release (heap.c). */
 void txa_heap_offer_release(txa_block *b);
+/* Pushes p onto b's public list (key: b's). */
+static inline __attribute__((always_inline)) void txa_public_push(txa_block *b, void *p,
+                                                                  uintptr_t key) {
+  uint64_t old = atomic_load_explicit(&b->public_free, memory_order_relaxed);
+  do {
+    *(uintptr_t *)p = txa_encode(txa_public_head(old), key);
+  } while (!atomic_compare_exchange_weak_explicit(&b->public_free, &old,
+                                                  txa_public_pack(p, txa_public_count(old) + 1),
+                                                  memory_order_release, memory_order_relaxed));
+  /* Every object out of a block that is not its bin's current one is now on the public
+   * list: offer it to its owner for release, which may be idle (heap.c). Reading `used`
+   * (the owner's line) only for non-current blocks keeps the owner's hot line unshared. */
+  if (!atomic_load_explicit(&b->current_hint, memory_order_relaxed) &&
+      txa_public_count(old) + 1 == txa_used_acquire(b))
+    txa_heap_offer_release(b);
+}
+
+/* ---- Foreign objects (foreign.c) ---- */
+void txa_foreign_reset(txa_heap *h);            /* empty lists, starting caps (heap creation) */
+void txa_foreign_flush(txa_heap *h);            /* every list to its blocks' public lists */
+void txa_foreign_grow(txa_heap *h, unsigned c); /* class c's list ran dry: double its cap */
+
 /* Takes (fork_prepare) and releases (after fork) every heap's ring lock;
  * pre: txa_heap_lock held. */
 void txa_heap_lock_rings(void);

@@ -293,6 +293,13 @@ typedef struct txa_lock {
 #define TXA_RELEASE_SLOTS 16
 /* Empty small blocks a heap keeps for itself: 64 x 16 KiB = 1 MiB at most per thread. */
 #define TXA_HEAP_EMPTY_BLOCKS 64
+/* Foreign objects (foreign.c): a class's list starts with room for TXA_FOREIGN_START
+ * objects and doubles, up to TXA_FOREIGN_CLASS_MAX objects and TXA_FOREIGN_CLASS_BYTES, each
+ * time its thread's mallocs empty it; a heap keeps at most TXA_FOREIGN_BYTES in all. */
+#define TXA_FOREIGN_START 4
+#define TXA_FOREIGN_CLASS_MAX 64
+#define TXA_FOREIGN_CLASS_BYTES ((uint32_t)16 * 1024)
+#define TXA_FOREIGN_BYTES ((uint32_t)256 * 1024)
 /* Arenas of page runs (runs.c); a heap allocates from the one its creation assigned it. */
 #define TXA_RUNS_ARENAS 8
 
@@ -307,6 +314,14 @@ struct txa_heap {
    * block. Apart from the bins and first, so that malloc's fast path finds it with one
    * scaled load. Changed under ring_lock like the rings. */
   txa_block *current[TXA_CLASSES];
+  /* Foreign objects (foreign.c): objects of other heaps' blocks that this thread freed,
+   * kept for its own next mallocs of their class, which take them before the current
+   * block. Linked through their second word; their first word holds their block's key
+   * (the end of a free list), so that the double-free filters see them as free. */
+  void *foreign[TXA_CLASSES];
+  uint16_t foreign_count[TXA_CLASSES];
+  uint16_t foreign_cap[TXA_CLASSES]; /* grows while the thread takes them all; 0: secure */
+  uint32_t foreign_bytes;            /* object bytes on all the lists */
   txa_bin bins[TXA_CLASSES];
   /* Statistics: written by the owning thread only (relaxed atomic stores, plain moves on
    * x86-64), read by txalloc_stats_get. */
@@ -341,7 +356,7 @@ extern __thread txa_heap *txa_tls_heap;
 typedef struct txa_globals {
   uintptr_t secret;      /* random, for block keys */
   pthread_key_t tls_key; /* destructor hands the heap back at thread exit */
-  bool secure, free_check;
+  bool secure, free_check, foreign_reuse;
   uint32_t bin_search, bin_grow_percent;
   uint64_t decommit_delay_ms, decommit_threshold, large_cache_max;
   size_t region_size;

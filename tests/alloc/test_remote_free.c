@@ -9,12 +9,18 @@
  * into freed memory) and frees them: a remote free. One object in 8 is freed locally
  * instead (mixing private and public frees on the same blocks). When a buffer is full the
  * object is freed locally. After its quota a thread keeps draining its input until every
- * producer has finished. At the end the stats must count exactly the mallocs, frees and
- * remote frees the test made, and live bytes must be back where they started. */
+ * producer has finished. At the end the stats must count exactly the mallocs and frees the
+ * test made, and live bytes must be back where they started.
+ * With foreign reuse (the default; src/alloc/foreign.c) a thread's mallocs also take back
+ * objects of the previous thread's blocks that it freed, so objects travel round the ring
+ * past their owners: the stats must show such reuses. With foreign_reuse=0 or secure=1
+ * (ctest alloc_remote_free_public, alloc_remote_free_secure) every cross-thread free goes
+ * to a public list, and the stats' remote frees must equal the test's own count. */
 #include <sched.h>
 
 #include "alloc_test.h"
 #include "check.h"
+#include "txalloc/options.h"
 #include "txalloc/txalloc.h"
 
 enum { RING = 512, MAX_THREADS = 16 };
@@ -113,6 +119,13 @@ static void *run(void *arg) {
   return NULL;
 }
 
+static long option(const char *name) {
+  int i = txalloc_option_find(name);
+  CHECKF(i >= 0, "no option %s", name);
+  return i >= 0 ? txalloc_option_value((size_t)i) : 0;
+}
+static bool foreign_reuse_on(void) { return option("foreign_reuse") && !option("secure"); }
+
 static void ring_of(int n, long quota) {
   static spsc queues[MAX_THREADS];
   worker w[MAX_THREADS];
@@ -144,13 +157,24 @@ static void ring_of(int n, long quota) {
          (unsigned long long)(after.mallocs - before.mallocs), mallocs);
   CHECKF(after.frees - before.frees == (uint64_t)frees, "%d threads: stats frees +%llu, test %ld",
          n, (unsigned long long)(after.frees - before.frees), frees);
-  CHECKF(after.remote_frees - before.remote_frees == (uint64_t)remote,
-         "%d threads: stats remote_frees +%llu, test %ld", n,
-         (unsigned long long)(after.remote_frees - before.remote_frees), remote);
+  uint64_t reuses = after.foreign_reuses - before.foreign_reuses;
+  if (foreign_reuse_on()) {
+    CHECKF(reuses > 0, "%d threads: no malloc took back a foreign object", n);
+  } else {
+    CHECKF(reuses == 0, "%d threads: %llu foreign reuses with foreign reuse off", n,
+           (unsigned long long)reuses);
+    CHECKF(after.remote_frees - before.remote_frees == (uint64_t)remote,
+           "%d threads: stats remote_frees +%llu, test %ld", n,
+           (unsigned long long)(after.remote_frees - before.remote_frees), remote);
+  }
   CHECKF(after.live_bytes == before.live_bytes, "%d threads: live bytes %llu -> %llu", n,
          (unsigned long long)before.live_bytes, (unsigned long long)after.live_bytes);
-  fprintf(stderr, "%d threads: %ld objects, %ld remote frees, %llu repatriations\n", n, mallocs,
-          remote, (unsigned long long)(after.public_repatriations - before.public_repatriations));
+  fprintf(stderr,
+          "%d threads: %ld objects, %ld remote frees, %llu repatriations, %llu foreign "
+          "reuses\n",
+          n, mallocs, remote,
+          (unsigned long long)(after.public_repatriations - before.public_repatriations),
+          (unsigned long long)reuses);
 }
 
 int main(void) {
