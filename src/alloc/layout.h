@@ -16,6 +16,8 @@
  *   heap      a thread's bins (one per class) of blocks; reached through initial-exec TLS.
  *   store     global non-blocking LIFOs of empty blocks (per span kind: young, old and
  *             decommitted generations) and of abandoned part-used blocks (per class).
+ *   foreign   objects of other heaps' blocks that a thread freed, kept on its heap's
+ *             per-class foreign lists for its own next mallocs (foreign.c).
  *
  * Free lists: objects on a block's private or public list hold, in their first word, the
  * link to the next object XOR the block's key (0 ^ key ends a list). The private head is

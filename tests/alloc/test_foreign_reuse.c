@@ -124,8 +124,8 @@ int main(void) {
   pthread_join(t, NULL);
   void *rest[TXA_FOREIGN_START];
   hits = take_back(80, rest, TXA_FOREIGN_START, ys, NY);
-  CHECKF(hits == TXA_FOREIGN_START, "after the consumer's exit, %d of its %d kept objects came back",
-         hits, TXA_FOREIGN_START);
+  CHECKF(hits == TXA_FOREIGN_START,
+         "after the consumer's exit, %d of its %d kept objects came back", hits, TXA_FOREIGN_START);
   for (int i = 0; i < NY; i++) txalloc_free(got[i]);
   for (int i = 0; i < TXA_FOREIGN_START; i++) txalloc_free(rest[i]);
 
