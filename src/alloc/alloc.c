@@ -54,9 +54,6 @@ static inline void *alloc_size(size_t size, size_t zero_bytes) {
 
 static __attribute__((noinline)) void *malloc_slow(size_t size) { return alloc_size(size, 0); }
 
-/* The common case as a leaf without a stack frame: a small or medium request of a thread
- * with a heap, served by the current block of its bin. Everything else (first call, page
- * runs and large sizes, a refill) tail-calls malloc_slow, which starts again from the size. */
 /* malloc from the heap's foreign list of a class (foreign.c), given the list's head slot
  * h->foreign + class. Not inlined, and given no more than malloc's fast path has at hand:
  * that path stays a leaf without a stack frame, pays a load and a branch, and tail-calls
@@ -73,6 +70,10 @@ static __attribute__((noinline)) void *foreign_take(txa_heap *h, void **slot) {
   return p;
 }
 
+/* The common case as a leaf without a stack frame: a small or medium request of a thread
+ * with a heap, served by its foreign list of the class (foreign_take) or by the current
+ * block of its bin. Everything else (first call, page runs and large sizes, a refill)
+ * tail-calls malloc_slow, which starts again from the size. */
 TXALLOC_API void *txalloc_malloc(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXA_LIKELY(h != NULL)) {
