@@ -380,8 +380,9 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
   }
   /* A growth that moves takes a quarter more (two class steps at least), within the
    * classes and page runs: a buffer grown by small steps then moves half as often. */
-  if (size > old && size <= TXA_MEDIUM_MAX && old + old / 4 > size)
-    want = old + old / 4 < TXA_MEDIUM_MAX ? old + old / 4 : TXA_MEDIUM_MAX;
+  size_t grown = old + old / 4;
+  if (size > old && size <= TXA_MEDIUM_MAX && grown > size)
+    want = grown < TXA_MEDIUM_MAX ? grown : TXA_MEDIUM_MAX;
   void *q = txalloc_malloc(want);
   if (!q) return NULL; /* p stays valid */
   memcpy(q, p, old < size ? old : size);

@@ -48,7 +48,7 @@ void txa_foreign_reset(txa_heap *h) {
 
 void txa_foreign_flush(txa_heap *h) {
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
-    unsigned kind = txa_classes[c].span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
+    unsigned kind = txa_class_kind(c);
     void *p = h->foreign[c];
     while (p) {
       void *next = ((void **)p)[1];

@@ -83,7 +83,7 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
    * class's unused tail: the capacity stays the class's. */
   uint32_t colour = ci->colour_step * (h->bins[c].colour++ % ci->colours);
   uint32_t first = ci->first_offset + colour;
-  b->span_kind = ci->span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
+  b->span_kind = (uint8_t)txa_class_kind(c);
   b->key_shared = key;
   b->inverse = ci->inverse;
   b->first_offset = first;
@@ -333,7 +333,7 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
     bin_insert(h, c, b);
     if (txa_used(b) < b->capacity) return b;
   }
-  unsigned kind = txa_classes[c].span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
+  unsigned kind = txa_class_kind(c);
   bool zero = false;
   txa_block *b = NULL;
   if (kind == TXA_KIND_SMALL && h->empty_count) {

@@ -174,6 +174,10 @@ _Static_assert(sizeof(txa_block) <= TXA_BLOCK_HEADER, "block header too big");
 static inline size_t txa_span_size(unsigned kind) {
   return kind == TXA_KIND_SMALL ? TXA_BLOCK_SIZE : TXA_MEDIUM_SPAN;
 }
+/* The span kind of class c's blocks: TXA_KIND_SMALL (16 KiB blocks) or TXA_KIND_MEDIUM. */
+static inline unsigned txa_class_kind(unsigned c) {
+  return txa_classes[c].span_shift == TXA_BLOCK_SHIFT ? TXA_KIND_SMALL : TXA_KIND_MEDIUM;
+}
 static inline txa_block *txa_block_of(uintptr_t a, unsigned kind) {
   return (txa_block *)(a & ~(uintptr_t)(txa_span_size(kind) - 1));
 }
