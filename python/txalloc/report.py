@@ -337,22 +337,22 @@ def peak_rss_ratio_table(rows: list[RowResult], allocs: list[str]) -> str:
     if not rows:
         return ""
 
-    def ratios(r: RowResult) -> dict[str, float]:
-        least = min(r.peak_rss_kib.values())
-        return {a: v / least for a, v in r.peak_rss_kib.items() if least > 0}
+    least = {id(r): min(r.peak_rss_kib.values()) for r in rows}
+    ratios = {id(r): {a: v / least[id(r)] for a, v in r.peak_rss_kib.items() if least[id(r)] > 0} for r in rows}
 
     def gm_cells(subset: list[RowResult]) -> list[str]:
         cells = []
         for a in allocs:
-            rs = [ratios(r)[a] for r in subset if a in ratios(r)]
+            rs = [ratios[id(r)][a] for r in subset if a in ratios[id(r)]]
             cells.append(f"*{stats.geometric_mean(rs):.2f}*" if rs else "–")
         return cells
 
     body = []
     for r in rows:
-        rr = ratios(r)
-        least = min(r.peak_rss_kib.values())
-        body.append([r.label, str(r.threads), _fmt(least)] + [f"{rr[a]:.2f}" if a in rr else "–" for a in allocs])
+        rr = ratios[id(r)]
+        body.append(
+            [r.label, str(r.threads), _fmt(least[id(r)])] + [f"{rr[a]:.2f}" if a in rr else "–" for a in allocs]
+        )
     body += _mean_rows(rows, gm_cells)
     return _table(["workload", "threads", "least (KiB)"] + allocs, body)
 
