@@ -134,6 +134,12 @@ static inline unsigned txa_direct_spaced_class(size_t size) {
  * when the small classes cannot space that stripe (see txa_spacing_max). Initialises the
  * allocator. Any thread, any time: a request sees the old or the new class. */
 bool txa_set_spacing(size_t stripe);
+/* A TM runtime maps addresses onto lock entries that repeat every `period` bytes (0: they
+ * never repeat). With option heap_colour at its default, a period of a block or more turns
+ * on the heaps' colours for the blocks initialised from then on (heap.c), so that threads
+ * do not take the same entries in lockstep. Initialises the allocator. Any thread. */
+void txa_colour_for_period(uint64_t period);
+bool txa_heap_colour(void);    /* whether blocks initialised now take their heap's colour */
 size_t txa_spacing(void);      /* stripe of the spaced requests now (bytes, 0: none) */
 size_t txa_alloc_stripe(void); /* option stripe in force (0: none) */
 size_t txa_spacing_max(void);  /* the largest stripe txa_set_spacing accepts */

@@ -34,6 +34,12 @@
  * spans (1 MiB) get the same argument for P >= 1 MiB. A single-threaded program keeps
  * colour 0: the classic layout.
  *
+ * The colour costs memory: a block with few objects touches its header's page and the
+ * page where its bump starts (prodcons-batch at 1 thread, whose worker has colour 1/2:
+ * 320 KiB of small blocks instead of 196 KiB). So by default (option heap_colour = 2) it is
+ * off until a TM runtime reports an ORT whose period is at least a block
+ * (txa_colour_for_period, called by txmem); blocks initialised after that use it.
+ *
  * Lifecycle: the heap is created on a thread's first call, registered with a pthread key
  * whose destructor abandons it at thread exit: empty blocks go to the store, part-used
  * ones to the abandoned stacks (owner NULL), where remote frees keep landing on their
@@ -71,6 +77,16 @@ static uint32_t colour_of(uint32_t i) {
   return (i >> 16) | (i << 16);
 }
 
+void txa_colour_for_period(uint64_t period) {
+  txa_init();
+  if (period >= TXA_BLOCK_SIZE && txalloc_opt(TXALLOC_OPT_HEAP_COLOUR) == 2)
+    atomic_store_explicit(&txa_g.heap_colour, true, memory_order_relaxed);
+}
+
+bool txa_heap_colour(void) {
+  return atomic_load_explicit(&txa_g.heap_colour, memory_order_relaxed);
+}
+
 void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   const txa_class_info *ci = &txa_classes[c];
   /* A fresh key for every block lifetime (process-wide counter), so that links left in a
@@ -93,7 +109,8 @@ void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero) {
   txa_block_set_start_test(b);
   b->free = NULL;
   /* The heap's colour: bump [start, end) first, then [first object, start). */
-  uint32_t start = (uint32_t)(((uint64_t)ci->capacity * h->colour) >> 32);
+  uint32_t heap_colour = txa_heap_colour() ? h->colour : 0;
+  uint32_t start = (uint32_t)(((uint64_t)ci->capacity * heap_colour) >> 32);
   b->wrap_objects = start;
   b->bump = (char *)b + first + (size_t)start * ci->size;
   b->bump_end = (char *)b + first + (size_t)ci->capacity * ci->size;

@@ -19,6 +19,8 @@ static void read_options(void) {
   txa_g.secure = txalloc_opt(TXALLOC_OPT_SECURE) != 0;
   txa_g.free_check = txalloc_opt(TXALLOC_OPT_FREE_CHECK) != 0 || txa_g.secure;
   txa_g.foreign_reuse = txalloc_opt(TXALLOC_OPT_FOREIGN_REUSE) != 0 && !txa_g.secure;
+  atomic_store_explicit(&txa_g.heap_colour, txalloc_opt(TXALLOC_OPT_HEAP_COLOUR) == 1,
+                        memory_order_relaxed);
   txa_g.decommit_delay_ms = (uint64_t)txalloc_opt(TXALLOC_OPT_DECOMMIT_DELAY_MS);
   txa_g.decommit_threshold = (uint64_t)txalloc_opt(TXALLOC_OPT_DECOMMIT_THRESHOLD_MB) << 20;
   txa_g.large_cache_max = (uint64_t)txalloc_opt(TXALLOC_OPT_LARGE_CACHE_MB) << 20;

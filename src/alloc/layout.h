@@ -363,6 +363,7 @@ typedef struct txa_globals {
   uintptr_t secret;      /* random, for block keys */
   pthread_key_t tls_key; /* destructor hands the heap back at thread exit */
   bool secure, free_check, foreign_reuse;
+  _Atomic(bool) heap_colour; /* blocks start at their heap's colour (heap.c) */
   uint32_t bin_search, bin_grow_percent;
   uint64_t decommit_delay_ms, decommit_threshold, large_cache_max;
   size_t region_size;

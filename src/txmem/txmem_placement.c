@@ -38,6 +38,13 @@ void txmem_set_conflict_geometry(unsigned stripe_shift, uint64_t entries) {
   geometry_shift = stripe_shift;
   geometry_entries = entries;
   size_t stripe = stripe_shift ? (size_t)1 << stripe_shift : 0;
+  /* Lock entries that repeat: the allocator colours the threads' blocks against lockstep
+   * aliasing (a placement of every object, not only txmem's, so whatever the strategy). */
+  uint64_t period = 0;
+  if (entries && stripe_shift < 64 &&
+      __builtin_mul_overflow((uint64_t)1 << stripe_shift, entries, &period))
+    period = UINT64_MAX;
+  txa_colour_for_period(period);
   if (cfg->strategy != TXMEM_TXALLOC || !txalloc_opt(TXALLOC_OPT_TXMEM_PLACEMENT)) return;
   set_spacing(stripe);
   /* Runs reserved under the old spacing stop serving (txmem_run.c). */

@@ -8,7 +8,12 @@
  * whose period 2^(shift + n) is at least a block (16 KiB), A's k-th object and B's k-th
  * object must cover disjoint lock sets, for every k and for small classes from 16 B to
  * 1 KiB. Without the colours the threads' blocks are adjacent, so at a period of 16 KiB
- * (2^9 locks of 32 B) every k-th pair shares its locks: the check fails. */
+ * (2^9 locks of 32 B) every k-th pair shares its locks: the check fails.
+ *
+ * The colours cost a page per block with few objects, so they are off until a TM runtime
+ * reports an ORT of at least a block (txa_colour_for_period; option heap_colour = 2, the
+ * default). First, with none reported (and after a period below a block), every thread's
+ * blocks must start at their first object; then, with a 32 MiB period, the check above. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -47,15 +52,35 @@ static bool share_a_lock(uintptr_t a, uintptr_t b, size_t size, unsigned shift, 
   return false;
 }
 
-static void run_class(size_t size) {
+/* Two workers fill `blocks` blocks each of the class of `size` in strict alternation. */
+static void run_pair(size_t size, size_t blocks) {
   request = size;
-  unsigned c = txa_size_class(size);
-  object_count = (size_t)BLOCKS * txa_classes[c].capacity;
-  CHECK(object_count > (size_t)BLOCKS && object_count <= MAX_OBJECTS);
+  object_count = blocks * txa_classes[txa_size_class(size)].capacity;
+  CHECK(object_count >= blocks && object_count <= MAX_OBJECTS);
   atomic_store(&turn, 0);
   pthread_t t[2];
   for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
   for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+
+/* Without heap colours, each worker's first object is its block's first bump object: at
+ * the class's first offset plus the block's L1 colour, below one L1 page past it. */
+static void check_uncoloured(size_t size) {
+  run_pair(size, 1);
+  const txa_class_info *ci = &txa_classes[txa_size_class(size)];
+  for (int me = 0; me < 2; me++) {
+    uintptr_t offset = objects[me][0] & (TXA_BLOCK_SIZE - 1);
+    CHECKF(offset >= ci->first_offset &&
+               offset < ci->first_offset + (uintptr_t)ci->colours * ci->colour_step,
+           "%u-byte class, worker %d: first object at offset %zu without heap colours", ci->size,
+           me, (size_t)offset);
+  }
+}
+
+static void run_class(size_t size) {
+  unsigned c = txa_size_class(size);
+  run_pair(size, BLOCKS);
+  CHECK(object_count > (size_t)BLOCKS);
   size_t obj = txa_classes[c].size;
   int bad_geometries = 0;
   for (unsigned shift = 3; shift <= 12; shift++) {
@@ -76,9 +101,13 @@ static void run_class(size_t size) {
 
 int main(void) {
   /* The main thread takes no heap: each pair of workers takes acquisitions 2j and 2j + 1,
-   * whose colours are half a block apart (the first pair: 0 and 1/2). */
+   * whose colours are half a block apart. */
   txa_init(); /* the class table; takes no heap */
   static const size_t sizes[] = {16, 32, 48, 64, 128, 256, 512, 1024};
+  check_uncoloured(256);
+  txa_colour_for_period((uint64_t)8 << 10); /* an ORT smaller than a block: no colours */
+  check_uncoloured(512);
+  txa_colour_for_period((uint64_t)32 << 20);
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) run_class(sizes[i]);
   return check_exit();
 }

@@ -7,9 +7,14 @@
  * transaction (committed) and half outside: each must start on a stripe boundary, its
  * usable size must be whole stripes, and up to 128 bytes exactly the request rounded up to
  * the stripe (the least any spacing can cost). Then a 4 KiB stripe, which the small classes
- * cannot space, and no geometry (a global lock): placement is off. */
+ * cannot space, and no geometry (a global lock): placement is off.
+ *
+ * The first report of lock entries that repeat every block or more also turns on the
+ * allocator's heap colours (option heap_colour at its default), off until then. */
 #include <stdint.h>
+#include <stdlib.h>
 
+#include "alloc/alloc_direct.h"
 #include "check.h"
 #include "txalloc/txalloc.h"
 #include "txalloc/txmem.h"
@@ -52,10 +57,16 @@ static void check_stripe(unsigned shift, bool inside) {
 }
 
 int main(void) {
+  bool default_colour = getenv("TXALLOC_HEAP_COLOUR") == NULL;
+  if (default_colour) {
+    txmem_set_conflict_geometry(0, 0); /* a global lock: no entries to alias */
+    CHECK(!txa_heap_colour());
+  }
   for (unsigned shift = 3; shift <= 6; shift++) {
     check_stripe(shift, true);
     check_stripe(shift, false);
   }
+  if (default_colour) CHECK(txa_heap_colour()); /* 2^20 entries of 8..64 bytes */
   /* A page-sized stripe is not spaced: a 16-byte object would take 4 KiB. */
   txmem_set_conflict_geometry(12, (uint64_t)1 << 20);
   CHECK(txmem_placement_stripe() == 0);
