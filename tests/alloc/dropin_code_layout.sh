@@ -4,7 +4,7 @@
 # segment is aligned to 64 KiB, and everything a program that only allocates runs (the
 # malloc and C++ entry points, the allocator's txa_/txalloc_ functions, the constructors
 # and what they call, DT_INIT and DT_FINI) lies in the segment's first 64 KiB, the kernel's
-# fault-around window.
+# fault-around window; the unwind tables start a window apart from .rodata.
 set -euo pipefail
 if [ "${1:-}" = --help ]; then
   echo "usage: $0 [LIBRARY]  (checks that libtxalloc.so keeps the allocator's code in one 64 KiB window; default \$TXALLOC_LIB)"
@@ -50,6 +50,20 @@ while read -r tag addr; do
     failures=$((failures + 1))
   fi
 done < <(readelf -dW "$lib" | awk '$2 == "(INIT)" || $2 == "(FINI)" {print $2, $3}')
+
+# The unwind tables start a window of their own, apart from .rodata, which every program
+# reads (src/preload/unwind_window.ld).
+read -r rodata_start rodata_size < <(readelf -SW "$lib" |
+  awk '{sub(/^ *\[ *[0-9]+\] */, "")} $1 == ".rodata" {print "0x" $3, "0x" $5}')
+read -r unwind_start < <(readelf -SW "$lib" |
+  awk '{sub(/^ *\[ *[0-9]+\] */, "")} $1 == ".eh_frame_hdr" {print "0x" $3}')
+if [ -z "${rodata_start:-}" ] || [ -z "${unwind_start:-}" ]; then
+  echo "FAIL: $lib lacks .rodata or .eh_frame_hdr" >&2
+  failures=$((failures + 1))
+elif (( unwind_start % window != 0 || unwind_start / window == (rodata_start + rodata_size - 1) / window )); then
+  echo "FAIL: .eh_frame_hdr at $unwind_start shares a 64 KiB window with .rodata" >&2
+  failures=$((failures + 1))
+fi
 
 # A list that matched almost nothing would pass without checking anything.
 if (( checked < 100 )); then
