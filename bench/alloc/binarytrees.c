@@ -57,7 +57,7 @@ static void delete_tree(node *n) {
 }
 
 typedef struct thread_totals {
-  uint64_t nodes;
+  WL_OWN_LINE uint64_t nodes;
   bool valid;
 } thread_totals;
 

@@ -26,19 +26,23 @@ static const wl_program program = {
     "round: every node and string buffer is one C++ operator new/delete pair.",
     "rounds", options, sizeof options / sizeof options[0]};
 
+typedef struct thread_pairs {
+  WL_OWN_LINE uint64_t pairs; /* UINT64_MAX: the thread's check failed */
+} thread_pairs;
+
 static void worker(int index, void *arg) {
-  ((uint64_t *)arg)[index] = cxx_nodes_run(rounds, keys, (uint64_t)(seed + index));
+  ((thread_pairs *)arg)[index].pairs = cxx_nodes_run(rounds, keys, (uint64_t)(seed + index));
 }
 
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
   double time_s;
-  uint64_t *pairs = wl_run_counting(&program, sizeof *pairs, worker, &time_s);
+  thread_pairs *pairs = wl_run_counting(&program, sizeof *pairs, worker, &time_s);
   uint64_t total = 0;
   bool valid = true;
   for (long t = 0; t < threads; t++) {
-    valid &= pairs[t] != UINT64_MAX;
-    if (pairs[t] != UINT64_MAX) total += pairs[t];
+    valid &= pairs[t].pairs != UINT64_MAX;
+    if (pairs[t].pairs != UINT64_MAX) total += pairs[t].pairs;
   }
   free(pairs);
   wl_uint_member key_count = {"keys", (uint64_t)keys};

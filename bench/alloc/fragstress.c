@@ -39,7 +39,7 @@ static const wl_program program = {
     "rounds", options, sizeof options / sizeof options[0]};
 
 typedef struct thread_totals {
-  uint64_t mallocs, frees, reallocs;
+  WL_OWN_LINE uint64_t mallocs, frees, reallocs;
 } thread_totals;
 
 typedef struct worker_state {

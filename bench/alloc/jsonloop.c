@@ -282,7 +282,7 @@ static jvalue *parse(parser *ps) {
 
 /* ---- The loop ---- */
 typedef struct thread_totals {
-  uint64_t values, bytes;
+  WL_OWN_LINE uint64_t values, bytes;
   bool valid;
 } thread_totals;
 

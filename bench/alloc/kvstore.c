@@ -60,7 +60,7 @@ typedef struct stripe_lock {
 } stripe_lock;
 
 typedef struct thread_totals {
-  uint64_t gets, hits, puts, updates, deletes;
+  WL_OWN_LINE uint64_t gets, hits, puts, updates, deletes;
   int64_t live_delta; /* entries inserted minus entries removed */
 } thread_totals;
 

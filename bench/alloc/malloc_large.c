@@ -39,7 +39,7 @@ typedef struct block {
 } block;
 
 typedef struct thread_totals {
-  uint64_t mallocs, frees, pages;
+  WL_OWN_LINE uint64_t mallocs, frees, pages;
   double bytes;
 } thread_totals;
 

@@ -27,7 +27,7 @@ static const wl_program program = {
     "ops", options, sizeof options / sizeof options[0]};
 
 typedef struct thread_totals {
-  uint64_t mallocs, frees;
+  WL_OWN_LINE uint64_t mallocs, frees;
 } thread_totals;
 
 static void worker(int index, void *arg) {

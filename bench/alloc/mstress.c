@@ -32,7 +32,7 @@ static const wl_program program = {
     "steps", options, sizeof options / sizeof options[0]};
 
 typedef struct thread_totals {
-  uint64_t mallocs, frees, reallocs, swapped;
+  WL_OWN_LINE uint64_t mallocs, frees, reallocs, swapped;
 } thread_totals;
 
 static pthread_mutex_t exchange_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -50,7 +50,7 @@ typedef struct builder {
 } builder;
 
 typedef struct thread_totals {
-  uint64_t appends, reallocs, shrinks, strings, bytes;
+  WL_OWN_LINE uint64_t appends, reallocs, shrinks, strings, bytes;
 } thread_totals;
 
 static const char *expected_at(uint64_t tag, size_t pos) {

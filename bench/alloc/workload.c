@@ -64,7 +64,18 @@ double wl_run_threads(const wl_program *prog, bench_thread_fn fn, void *arg) {
 
 void *wl_run_counting(const wl_program *prog, size_t entry_size, bench_thread_fn fn,
                       double *time_s) {
-  void *entries = wl_calloc((size_t)wl_threads(prog), entry_size);
+  if (entry_size % 64 != 0) {
+    fprintf(stderr, "%s: per-thread entries of %zu bytes share cache lines\n", prog->name,
+            entry_size);
+    exit(1);
+  }
+  size_t bytes = (size_t)wl_threads(prog) * entry_size;
+  void *entries = aligned_alloc(64, bytes);
+  if (!entries) {
+    fprintf(stderr, "aligned_alloc(64, %zu) failed\n", bytes);
+    exit(1);
+  }
+  memset(entries, 0, bytes);
   *time_s = wl_run_threads(prog, fn, entries);
   return entries;
 }

@@ -51,9 +51,16 @@ void wl_check_size_range(long min, long max);
  * the join: what every workload reports as time_s. (bench_run_threads' own result, the
  * CPU time of the run, is not what these programs report.) */
 double wl_run_threads(const wl_program *prog, bench_thread_fn fn, void *arg);
-/* For workers that count into an entry of their own: allocates a zeroed array of one
- * `entry_size`-byte entry per thread, runs fn(index, array) as wl_run_threads does, stores
- * its wall-clock seconds in *time_s and returns the array (the caller frees it). */
+/* A per-thread entry that its thread writes while the others run starts a cache line of
+ * its own: otherwise two threads' entries may share a line, and the run measures that
+ * false sharing, more or less of it depending on where the allocator under test put the
+ * array. Put WL_OWN_LINE on the entry type's first member. */
+#define WL_OWN_LINE _Alignas(64)
+
+/* For workers that count into an entry of their own: allocates a zeroed, 64-byte aligned
+ * array of one `entry_size`-byte entry per thread (entry_size a multiple of 64: an entry
+ * type with WL_OWN_LINE), runs fn(index, array) as wl_run_threads does, stores its
+ * wall-clock seconds in *time_s and returns the array (the caller frees it). */
 void *wl_run_counting(const wl_program *prog, size_t entry_size, bench_thread_fn fn,
                       double *time_s);
 

@@ -60,7 +60,7 @@ static bool spsc_pop(spsc *q, item *it) {
 }
 
 typedef struct worker_state {
-  uint64_t consumed;
+  WL_OWN_LINE uint64_t consumed;
 } worker_state;
 
 /* Frees what the predecessor sent; returns how many. */
