@@ -105,12 +105,7 @@ static void *slot_thread(void *arg) {
 int main(int argc, char **argv) {
   wl_parse(&program, argc, argv);
   wl_check_size_range(min_size, max_size);
-  slot *slots = aligned_alloc(64, (size_t)threads * sizeof *slots);
-  if (!slots) {
-    fprintf(stderr, "larson: out of memory\n");
-    exit(1);
-  }
-  memset(slots, 0, (size_t)threads * sizeof *slots);
+  slot *slots = wl_calloc_lines((size_t)threads, sizeof *slots);
   /* Warm-up, as in the original: the main thread allocates every slot's blocks. */
   for (long t = 0; t < threads; t++) {
     slot *s = &slots[t];

@@ -69,13 +69,7 @@ void *wl_run_counting(const wl_program *prog, size_t entry_size, bench_thread_fn
             entry_size);
     exit(1);
   }
-  size_t bytes = (size_t)wl_threads(prog) * entry_size;
-  void *entries = aligned_alloc(64, bytes);
-  if (!entries) {
-    fprintf(stderr, "aligned_alloc(64, %zu) failed\n", bytes);
-    exit(1);
-  }
-  memset(entries, 0, bytes);
+  void *entries = wl_calloc_lines((size_t)wl_threads(prog), entry_size);
   *time_s = wl_run_threads(prog, fn, entries);
   return entries;
 }
@@ -167,6 +161,17 @@ void *wl_realloc(void *object, size_t size) {
     fprintf(stderr, "realloc(%zu) failed\n", size);
     exit(1);
   }
+  return p;
+}
+
+void *wl_calloc_lines(size_t count, size_t size) {
+  size_t bytes = (count ? count : 1) * size;
+  void *p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  if (!p) {
+    fprintf(stderr, "aligned_alloc(64, %zu) failed\n", bytes);
+    exit(1);
+  }
+  memset(p, 0, bytes);
   return p;
 }
 

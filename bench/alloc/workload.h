@@ -99,6 +99,8 @@ void *wl_malloc(size_t size);
 void *wl_realloc(void *object, size_t size);
 /* calloc that ends the program the same way; count 0 still gives a freeable object. */
 void *wl_calloc(size_t count, size_t size);
+/* wl_calloc for per-thread entries (WL_OWN_LINE types): zeroed, 64-byte aligned. */
+void *wl_calloc_lines(size_t count, size_t size);
 
 /* ---- Report ----
  * Writes the run's one JSON object to stdout: workload, params (every option but
