@@ -70,15 +70,13 @@ static __attribute__((noinline)) void *foreign_take(txa_heap *h, void **slot) {
   return p;
 }
 
-/* The common case as a leaf without a stack frame: a small or medium request of a thread
- * with a heap, served by its foreign list of the class (foreign_take) or by the current
- * block of its bin. Everything else (first call, page runs and large sizes, a refill)
- * tail-calls malloc_slow, which starts again from the size. */
+/* The common case as a leaf without a stack frame: a small request of a thread with a
+ * heap, served by its foreign list of the class (foreign_take) or by the current block of
+ * its bin. Everything else (first call, runs and large sizes, a refill) tail-calls
+ * malloc_slow, which starts again from the size. */
 TXALLOC_API void *txalloc_malloc(size_t size) {
   txa_heap *h = txa_tls_heap;
   if (TXA_LIKELY(h != NULL)) {
-    /* txa_size_class's two tables, with the large test after the small one: a small
-     * request pays one compare. */
     unsigned c;
     if (TXA_LIKELY(size <= TXA_SMALL_MAX))
       c = txa_class_by_16[(size + 15) >> 4];
@@ -379,7 +377,7 @@ TXALLOC_API void *txalloc_realloc(void *p, size_t size) {
     return NULL;
   }
   /* A growth that moves takes a quarter more (two class steps at least), within the
-   * classes and page runs: a buffer grown by small steps then moves half as often. */
+   * classes and runs: a buffer grown by small steps then moves half as often. */
   size_t grown = old + old / 4;
   if (size > old && size <= TXA_MEDIUM_MAX && grown > size)
     want = grown < TXA_MEDIUM_MAX ? grown : TXA_MEDIUM_MAX;

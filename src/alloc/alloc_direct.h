@@ -15,7 +15,7 @@
 /* Defined in heap.c and large.c; declared here for the inline operations below. */
 void txa_heap_release_block(txa_heap *h, txa_block *b); /* empty non-current block */
 size_t txa_large_usable(const void *p);                 /* 0 if p is not a live large object */
-size_t txa_runs_usable(const void *p); /* 0 if p starts no live object of a page run */
+size_t txa_runs_usable(const void *p);                  /* 0 if p starts no live object of a run */
 
 /* Takes one object from b's private list, else from its bump area; NULL when b is full.
  * Owner only. The object's first word (its old link) is zeroed so that only objects on a

@@ -80,6 +80,7 @@ void txa_init_slow(void) {
   read_options();
   txa_g.secret = random_secret();
   txa_classes_init();
+  txa_runs_init();
   txa_stripe_init();
   if (pthread_key_create(&txa_g.tls_key, txa_heap_tls_destructor) != 0) {
     txalloc_message("cannot create a pthread key: thread heaps will not be handed back");

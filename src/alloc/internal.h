@@ -131,7 +131,8 @@ void txa_large_free(void *p, const char *op); /* reports bad pointers */
 void *txa_large_resize(void *p, size_t size);
 void txa_large_cache_flush(void);
 
-/* ---- Page runs (runs.c): malloc's requests in (TXA_RUNS_MIN, TXA_MEDIUM_MAX] ---- */
+/* ---- Runs (runs.c): malloc's requests in (TXA_RUNS_MIN, TXA_MEDIUM_MAX] ---- */
+void txa_runs_init(void);                     /* reads the placement options */
 void *txa_runs_alloc(size_t size, bool zero); /* zero: the whole usable size */
 void txa_runs_free(void *p, const char *op);  /* reports bad pointers */
 /* Resizes run object p to `size` bytes in place (shrinking, or growing into the free run
@@ -142,7 +143,7 @@ void *txa_runs_resize(void *p, size_t size, size_t *old);
 void txa_runs_collect(void);  /* decommits the chunks whose runs are all free */
 void txa_runs_lock_all(void); /* fork: every arena's lock */
 void txa_runs_unlock_all(void);
-/* Page-run bytes allocated [0] and freed [1] without a heap or by exited heaps (stats.c). */
+/* Run bytes allocated [0] and freed [1] without a heap or by exited heaps (stats.c). */
 extern _Atomic(uint64_t) txa_runs_bytes[2];
 
 /* ---- Errors (error.c) ---- */

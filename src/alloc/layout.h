@@ -6,7 +6,7 @@
  * Glossary
  *   granule   1 MiB of address space; the unit of the region map and of carving.
  *   region    a large reservation (option region_mb) carved into granules on demand.
- *   chunk     a carved granule: 64 small blocks, one medium span, page runs (runs.c), or
+ *   chunk     a carved granule: 64 small blocks, one medium span, runs (runs.c), or
  *             allocator metadata.
  *   block     an aligned span holding objects of one size class: 16 KiB (small classes)
  *             or 1 MiB (medium classes). Its header sits at its start.
@@ -68,9 +68,9 @@
 #define TXA_CLASSES (TXA_BASE_CLASSES + 10)
 #define TXA_SMALL_MAX ((size_t)1024)        /* requests up to here are served from 16 KiB blocks */
 #define TXA_MEDIUM_MAX ((size_t)128 * 1024) /* largest request of a class; above: large */
-/* malloc serves requests above this (up to TXA_MEDIUM_MAX) from page runs (runs.c), not
- * from their classes, which only aligned allocation reaches there. */
-#define TXA_RUNS_MIN ((size_t)8 * 1024)
+/* malloc serves requests above this (up to TXA_MEDIUM_MAX) from runs (runs.c), not from
+ * their classes, which only aligned allocation reaches there. */
+#define TXA_RUNS_MIN ((size_t)2 * 1024)
 #define TXA_LARGE_HEADER 64
 
 typedef struct txa_class_info {
@@ -104,7 +104,7 @@ enum txa_kind {
   TXA_KIND_MEDIUM,   /* one 1 MiB medium block */
   TXA_KIND_LARGE,    /* large-object mapping (live or cached) */
   TXA_KIND_META,     /* allocator metadata (heaps) */
-  TXA_KIND_RUNS,     /* chunk of page runs (runs.c) */
+  TXA_KIND_RUNS,     /* chunk of runs (runs.c) */
 };
 /* Two levels: a static root of 8192 leaf pointers; a leaf (16 KiB, one byte per granule)
  * is mapped when the first granule it covers becomes ours, and is never unmapped. */
@@ -306,7 +306,7 @@ typedef struct txa_lock {
 #define TXA_FOREIGN_CLASS_MAX 64
 #define TXA_FOREIGN_CLASS_BYTES ((uint32_t)16 * 1024)
 #define TXA_FOREIGN_BYTES ((uint32_t)256 * 1024)
-/* Arenas of page runs (runs.c); a heap allocates from the one its creation assigned it. */
+/* Arenas of runs (runs.c); a heap allocates from the one its creation assigned it. */
 #define TXA_RUNS_ARENAS 8
 
 /* Per-class event counts, one array per event: the fast paths index them by class with
@@ -336,8 +336,8 @@ struct txa_heap {
   txa_heap *all_next;  /* registry of every heap ever made (never unlinked) */
   txa_heap *pool_next; /* free heaps, ready for a new thread */
   uint32_t colour;     /* where its blocks start bumping, in 2^-32 of a block (heap.c) */
-  uint32_t runs_arena; /* its arena of page runs, fixed at creation (runs.c) */
-  /* Usable bytes of the page-run objects this thread allocated [0] and freed [1], for
+  uint32_t runs_arena; /* its arena of runs, fixed at creation (runs.c) */
+  /* Usable bytes of the run objects this thread allocated [0] and freed [1], for
    * live_bytes (owner-only, like the counters). */
   uint64_t runs_bytes[2];
   bool in_use;

@@ -9,7 +9,7 @@
  * the last 64 KiB and every 7th one between, compared with the definition: at or after
  * the first object, a whole number of object sizes from it, before the last object's end.
  *
- * Behaviour: for sizes 48 B (small) and 3000 B (medium), with neighbours kept live so that
+ * Behaviour: for sizes 48 B (small) and 1500 B (medium), with neighbours kept live so that
  * the block stays the thread's own: a free of p + 8, of p + size - 16 and of the block
  * header is reported as an invalid free; a second free of p as a double free; each report
  * leaves the allocator working (the next allocations of the class are distinct and the
@@ -167,9 +167,9 @@ int main(void) {
 
   txalloc_set_error_hook(test_error_record, &errors);
   bad_frees_of_size(48);
-  bad_frees_of_size(3000);
+  bad_frees_of_size(1500);
   doubted_live_objects(48);
-  doubted_live_objects(3000);
+  doubted_live_objects(1500); /* a medium class: below TXA_RUNS_MIN */
   txalloc_set_error_hook(NULL, NULL);
   return check_exit();
 }

@@ -2,18 +2,19 @@
  * guarantees with the default L1 geometry (64 sets x 64 B), and the plain layout with
  * TXALLOC_L1_SETS=0 (ctest alloc_placement_off runs this program so).
  *
- * Workload, placement on: for every node size of the ring benchmark (64 .. 4096 B in steps
- * of 64, and 1008), in a class not used before, 128 objects malloc'ed in a row by one
- * thread: their base addresses cover at least 32 of the 64 sets (the 128-byte class, which
- * keeps its 128-byte alignment, exactly 32; every other one at least 38), at most 6 on one
+ * Workload, placement on: for every node size of the ring benchmark served by a class (64 B
+ * .. TXA_RUNS_MIN in steps of 64, and 1008), in a class not used before, 128 objects malloc'ed in a
+ * row by one thread: their base addresses cover at least 32 of the 64 sets (the 128-byte class,
+ * which keeps its 128-byte alignment, exactly 32; every other one at least 38), at most 6 on one
  * set. Each block's first object sits at the class's first offset plus the bin's next
  * colour (consecutive colours, multiples of 64 and of the class's alignment, within the
  * block's unused tail); every object lies inside its block, after the header, apart from
  * its neighbours; every request up to 1 KiB has a class in 16 KiB blocks; aligned allocation
  * returns aligned objects for every power-of-two alignment 16 B .. 256 KiB and sizes around it, a
- * power of two aligned to itself without waste. Placement off: the base table (16-byte steps to 128
- * B, then 8 per doubling), no colour, and the crowding the placement exists to avoid (512 B on 8
- * sets, 1 KiB on 4). */
+ * power of two aligned to itself without waste; runs (above TXA_RUNS_MIN, up to 3x it, in
+ * steps of 64 B) of one size cut in a row cover at least 32 sets, at most 4 on one. Placement off:
+ * the base table (16-byte steps to 128 B, then 8 per doubling), no colour, and the crowding the
+ * placement exists to avoid (512 B on 8 sets, 1 KiB on 4). */
 #include "alloc/internal.h"
 #include "alloc_test.h"
 #include "check.h"
@@ -77,8 +78,8 @@ static void check_blocks(const txa_class_info *ci, void *const *p, size_t n) {
 static void check_ring_spread(bool on) {
   size_t seen[64];
   unsigned classes = 0;
-  for (size_t size = 64; size <= 4096 + 64; size += 64) {
-    size_t node = size > 4096 ? 1008 : size;
+  for (size_t size = 64; size <= TXA_RUNS_MIN + 64; size += 64) {
+    size_t node = size > TXA_RUNS_MIN ? 1008 : size;
     const txa_class_info *ci = class_of(node);
     bool repeated = false;
     for (unsigned k = 0; k < classes; k++) repeated |= seen[k] == ci->size;
@@ -99,6 +100,21 @@ static void check_ring_spread(bool on) {
     if (node == 512 || node == 1008 || node == 1024)
       fprintf(stderr, "%zu B: class %u, %d sets, at most %d on one\n", node, ci->size, s.sets,
               s.fullest);
+    for (int i = 0; i < NODES; i++) txalloc_free(p[i]);
+  }
+}
+
+/* Above TXA_RUNS_MIN malloc cuts runs, whose colours use their slack: with placement on
+ * every run keeps a line of slack, so that objects allocated in a row spread over the sets
+ * even when their size fills whole units. */
+static void check_runs_spread(bool on) {
+  for (size_t size = TXA_RUNS_MIN + 64; size <= 3 * TXA_RUNS_MIN; size += 64) {
+    void *p[NODES];
+    for (int i = 0; i < NODES; i++) p[i] = txalloc_malloc(size);
+    spread s = spread_of(p, NODES);
+    if (on)
+      CHECKF(s.sets >= SETS / 2 && s.fullest <= 4, "run %zu B: %d sets, %d on the fullest", size,
+             s.sets, s.fullest);
     for (int i = 0; i < NODES; i++) txalloc_free(p[i]);
   }
 }
@@ -172,11 +188,11 @@ static void check_aligned(bool on) {
       txalloc_free(p);
     }
   }
-  /* Above TXA_RUNS_MIN, page runs: a power of two fills its pages, so it starts on one. */
+  /* Above TXA_RUNS_MIN, runs: a power of two fills its units, so it starts on one. */
   if (!on)
     for (size_t size = 256; size <= TXA_MEDIUM_MAX; size *= 2) {
       void *p = txalloc_malloc(size);
-      size_t align = size <= TXA_RUNS_MIN ? size : 4096;
+      size_t align = size <= TXA_RUNS_MIN ? size : 256;
       CHECKF(test_is_aligned(p, align), "placement off: malloc(%zu) = %p", size, p);
       txalloc_free(p);
     }
@@ -189,5 +205,6 @@ int main(void) {
   check_ring_spread(on); /* first: it needs bins not used before */
   check_table(on);
   check_aligned(on);
+  check_runs_spread(on);
   return check_exit();
 }

@@ -3,8 +3,10 @@
  * most 12.5 % internal waste above 128 B (at most 15 B below), a monotonic mapping, and
  * a class of each power of two for aligned allocation, aligned to itself (McRT §3.1;
  * docs/allocator.md; malloc of a power of two is aligned to it only with placement off).
- * Above TXA_RUNS_MIN malloc serves page runs instead: less than a page of waste, in
- * multiples of 64 (the usable size depends on the run's colour, so it is not monotonic).
+ * Above TXA_RUNS_MIN malloc serves runs of 256-byte units instead: less than two units and
+ * a line of waste (placement rounds a run to an odd number of units with a line of slack),
+ * in multiples of 64 (the usable size depends on the run's colour, so it is not
+ * monotonic).
  *
  * Workload: every request size from 1 B to 128 KiB + 64 KiB (the largest class and the
  * first large objects), one malloc/usable_size/free each; then for every distinct class
@@ -32,7 +34,7 @@ int main(void) {
     size_t u = txalloc_usable_size(p);
     txalloc_free(p);
     if (n > TXA_RUNS_MIN && n <= LIMIT) {
-      CHECKF(u >= n && u - n < 4096 && u % 64 == 0, "malloc(%zu): page run, usable %zu", n, u);
+      CHECKF(u >= n && u - n < 2 * 256 + 64 && u % 64 == 0, "malloc(%zu): run, usable %zu", n, u);
       prev_usable = u;
       continue;
     }

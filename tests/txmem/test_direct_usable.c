@@ -6,11 +6,11 @@
  *     called txalloc yet): the process's objects, the stack, static data, NULL;
  *   - foreign ones after it: the same, the process's large (mmap) objects, addresses above
  *     the 47-bit user space;
- *   - txalloc's objects of every small class and of medium classes and page runs (start,
+ *   - txalloc's objects of every small class and of medium classes and runs (start,
  *     interior, one past the end), freed ones, large objects (start, interior, header, last byte,
  * freed), the heap metadata;
  *   - every 4 KiB page (offsets 0, 16 and 2000) of the 64 MiB around a small, a medium, a
- *     page-run and a large object: block headers, unused blocks of a chunk, reserved granules,
+ *     run and a large object: block headers, unused blocks of a chunk, reserved granules,
  * whatever the region map says there. txmem_backend_usable (the strategy's view) is checked too:
  * the process's objects never go to txalloc and count malloc_usable_size, under every strategy;
  * txalloc's objects go to txalloc with the txalloc strategy. So is txmem_direct_usable_block, the
@@ -114,7 +114,7 @@ int main(void) {
   void *objs[SIZES];
   size_t sizes[SIZES];
   for (int i = 0; i < SIZES; i++) {
-    /* Small to 1 KiB, medium classes to 8 KiB, page runs to 128 KiB. */
+    /* Small to 1 KiB, medium classes to TXA_RUNS_MIN, runs to 128 KiB. */
     sizes[i] = i < 32   ? (size_t)(i + 1) * 32
                : i < 36 ? (size_t)(i - 31) * 2048
                         : (size_t)(i - 35) * 32768;
@@ -132,7 +132,7 @@ int main(void) {
   }
   sweep(objs[0], "around a small object");
   sweep(objs[35], "around a medium object");
-  sweep(objs[SIZES - 1], "around a page-run object");
+  sweep(objs[SIZES - 1], "around a run object");
   for (int i = 0; i < SIZES; i += 2) txalloc_free(objs[i]);
   for (int i = 0; i < SIZES; i += 2) check_one(objs[i], "freed object");
 

@@ -171,7 +171,7 @@ static void *owned[2]; /* a small and a medium object of the owner thread */
 static void *owner_thread(void *arg) {
   (void)arg;
   owned[0] = txalloc_malloc(48);
-  owned[1] = txalloc_malloc(5000); /* medium: above the largest small class (1 KiB) */
+  owned[1] = txalloc_malloc(1500); /* medium: above the largest small class, below runs */
   atomic_store(&owner_phase, 1);
   while (atomic_load(&owner_phase) < 2) sched_yield(); /* keeps its heap while they go back */
   return NULL;
@@ -180,7 +180,7 @@ static void *owner_thread(void *arg) {
 static void test_double_and_remote(void) {
   if (txmem_get_strategy() != TXMEM_TXALLOC) return;
   calls = 0;
-  void *objs[2] = {txmem_malloc(48), txmem_malloc(5000)};
+  void *objs[2] = {txmem_malloc(48), txmem_malloc(1500)}; /* small, medium class */
   CHECK(objs[0] && objs[1]);
   size_t bytes = txalloc_usable_size(objs[0]) + txalloc_usable_size(objs[1]);
   commit_frees(objs, 2, bytes, "double, first");
