@@ -4,7 +4,8 @@
 # segment is aligned to 64 KiB, and everything a program that only allocates runs (the
 # malloc and C++ entry points, the allocator's txa_/txalloc_ functions, the constructors
 # and what they call, DT_INIT and DT_FINI) lies in the segment's first 64 KiB, the kernel's
-# fault-around window; the unwind tables start a window apart from .rodata.
+# fault-around window; .rodata starts a window and ends its mapping, apart from the unwind
+# tables.
 set -euo pipefail
 if [ "${1:-}" = --help ]; then
   echo "usage: $0 [LIBRARY]  (checks that libtxalloc.so keeps the allocator's code in one 64 KiB window; default \$TXALLOC_LIB)"
@@ -51,8 +52,9 @@ while read -r tag addr; do
   fi
 done < <(readelf -dW "$lib" | awk '$2 == "(INIT)" || $2 == "(FINI)" {print $2, $3}')
 
-# The unwind tables start a window of their own, apart from .rodata, which every program
-# reads (src/preload/unwind_window.ld).
+# .rodata, which every program reads, starts a window and ends its read-only mapping, so
+# that a fault on it maps .rodata alone; the unwind tables lie before it, in windows of
+# their own (src/preload/unwind_window.ld).
 read -r rodata_start rodata_size < <(readelf -SW "$lib" |
   awk '{sub(/^ *\[ *[0-9]+\] */, "")} $1 == ".rodata" {print "0x" $3, "0x" $5}')
 read -r unwind_start < <(readelf -SW "$lib" |
@@ -60,9 +62,21 @@ read -r unwind_start < <(readelf -SW "$lib" |
 if [ -z "${rodata_start:-}" ] || [ -z "${unwind_start:-}" ]; then
   echo "FAIL: $lib lacks .rodata or .eh_frame_hdr" >&2
   failures=$((failures + 1))
-elif (( unwind_start % window != 0 || unwind_start / window == (rodata_start + rodata_size - 1) / window )); then
-  echo "FAIL: .eh_frame_hdr at $unwind_start shares a 64 KiB window with .rodata" >&2
-  failures=$((failures + 1))
+else
+  rodata_end=$((rodata_start + rodata_size))
+  segment_end=0
+  while read -r vaddr filesz; do
+    if (( vaddr <= rodata_start && rodata_start < vaddr + filesz )); then
+      segment_end=$((vaddr + filesz))
+    fi
+  done < <(readelf -lW "$lib" | awk '$1 == "LOAD" {print $3, $5}')
+  if (( rodata_start % window != 0 || segment_end != rodata_end )); then
+    echo "FAIL: .rodata [$((rodata_start)), $rodata_end) does not start a window and end its segment (which ends at $segment_end)" >&2
+    failures=$((failures + 1))
+  elif (( unwind_start / window == rodata_start / window )); then
+    echo "FAIL: .eh_frame_hdr at $unwind_start shares a 64 KiB window with .rodata" >&2
+    failures=$((failures + 1))
+  fi
 fi
 
 # A list that matched almost nothing would pass without checking anything.
