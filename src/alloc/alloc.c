@@ -462,6 +462,7 @@ TXALLOC_API void txalloc_collect(void) {
   txa_heap *h = txa_tls_heap;
   if (h) {
     txa_foreign_flush(h);
+    txa_runs_cache_flush(h);
     txa_heap_trim(h);
   }
   txa_store_reclaim_abandoned();

@@ -493,6 +493,7 @@ void txa_heap_abandon(txa_heap *h) {
   /* First, so that objects of blocks this heap owns reach their public lists, which the
    * loop below takes back. */
   txa_foreign_flush(h);
+  txa_runs_cache_flush(h);
   ring_lock(h);
   for (unsigned c = 0; c < TXA_CLASSES; c++) {
     txa_bin *bn = &h->bins[c];

@@ -140,8 +140,9 @@ void txa_runs_free(void *p, const char *op);  /* reports bad pointers */
  * unchanged). *old: p's usable size before, 0 when p starts no live object, which it
  * reports as realloc's bad pointer. */
 void *txa_runs_resize(void *p, size_t size, size_t *old);
-void txa_runs_collect(void);  /* decommits the chunks whose runs are all free */
-void txa_runs_lock_all(void); /* fork: every arena's lock */
+void txa_runs_cache_flush(txa_heap *h); /* frees the runs h's cache holds */
+void txa_runs_collect(void);            /* decommits the chunks whose runs are all free */
+void txa_runs_lock_all(void);           /* fork: every arena's lock */
 void txa_runs_unlock_all(void);
 /* Run bytes allocated [0] and freed [1] without a heap or by exited heaps (stats.c). */
 extern _Atomic(uint64_t) txa_runs_bytes[2];

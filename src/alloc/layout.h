@@ -308,6 +308,11 @@ typedef struct txa_lock {
 #define TXA_FOREIGN_BYTES ((uint32_t)256 * 1024)
 /* Arenas of runs (runs.c); a heap allocates from the one its creation assigned it. */
 #define TXA_RUNS_ARENAS 8
+/* A heap's cache of runs it freed (runs.c): runs of up to TXA_RUN_CACHE_UNITS units (8 KiB
+ * requests), TXA_RUN_CACHE_DEPTH of each length, TXA_RUN_CACHE_BYTES in all. */
+#define TXA_RUN_CACHE_UNITS 33
+#define TXA_RUN_CACHE_DEPTH 4
+#define TXA_RUN_CACHE_BYTES ((uint32_t)64 * 1024)
 
 /* Per-class event counts, one array per event: the fast paths index them by class with
  * one scaled address. */
@@ -340,6 +345,11 @@ struct txa_heap {
   /* Usable bytes of the run objects this thread allocated [0] and freed [1], for
    * live_bytes (owner-only, like the counters). */
   uint64_t runs_bytes[2];
+  /* Runs this thread freed, kept for its own next requests of as many units (runs.c):
+   * linked through their first word, marked pending so that a second free is caught. */
+  void *run_cache[TXA_RUN_CACHE_UNITS + 1];
+  uint8_t run_cache_count[TXA_RUN_CACHE_UNITS + 1];
+  uint32_t run_cache_bytes;
   bool in_use;
   /* The rings of the bins (next/prev, head, current, blocks) and the ownership of the
    * blocks in them change only under ring_lock: the owner takes it on its slow paths, other

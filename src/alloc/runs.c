@@ -12,8 +12,8 @@
  * units); the units after it hold runs. Per unit i:
  *   tag LIVE             a live run starts at i; len units; the object starts colour x 64
  *                        bytes into unit i
- *   tag LIVE | PENDING   the same, freed by a thread of another arena, on the arena's
- *                        pending list
+ *   tag LIVE | PENDING   the same, freed: in a heap's cache, or on the pending list of
+ *                        the arena (freed by a thread of another arena)
  *   tag FREE             a free run starts at i; len units; on the free list of len
  *   tag END              a free run ends at i; len units (the boundary tag read when the
  *                        run before i+1 is freed)
@@ -25,8 +25,10 @@
  * Chunks belong to arenas, each with a lock and its chunks; a thread heap allocates from
  * the arena its creation assigned it (TXA_RUNS_ARENAS of them, so threads rarely share
  * one), and from the others (those whose lock is free) before its own grows. A thread
- * frees a run of its own arena under the lock; one of another arena pushes it on the
- * arena's pending list instead, for the lock's next holder. An arena searches its chunks
+ * keeps runs of a few KiB that it frees in its heap's cache, for its own next requests of
+ * as many units; past the cache's bounds it frees a run of its own arena under the lock,
+ * and pushes one of another arena on that arena's pending list, for the lock's next
+ * holder. An arena searches its chunks
  * in creation order (the oldest first keeps the newest ones empty, so they can be
  * returned), one after the other: an arena of many fragmented chunks makes its
  * allocations slower. While more than two of an arena's chunks are empty and committed,
@@ -312,11 +314,85 @@ static void *cut_object(runs_arena *a, runs_chunk *c, unsigned n, unsigned fit, 
   return p;
 }
 
+/* Reported after the lock is released: an error hook may allocate. */
+static void report_bad(const void *p, const char *op, bool double_free) {
+  if (double_free)
+    txa_error(TXALLOC_ERROR_DOUBLE_FREE, p, "%s(%p): double free: the run is already free", op, p);
+  else
+    txa_error(TXALLOC_ERROR_INVALID_FREE, p,
+              "%s(%p): invalid pointer: not the start of a live object of a run", op, p);
+}
+
+/* ---- The heap's cache ----
+ * A thread that frees a run of at most TXA_RUN_CACHE_UNITS units keeps it (within the
+ * cache's bounds) for its own next request of as many units, so that a program that
+ * frees and allocates objects of a few KiB takes no lock for them. A cached run stays
+ * live in its chunk's map, tagged pending: a second free of it, or a realloc, is
+ * reported as for a run on an arena's pending list. */
+
+/* The head run of h's cache of n units, if its object holds `size` bytes; NULL if not. */
+static void *cache_take(txa_heap *h, unsigned n, size_t size, bool zero) {
+  char *p = h->run_cache[n];
+  runs_chunk *c = chunk_of((uintptr_t)p);
+  unsigned i = unit_of((uintptr_t)p);
+  size_t usable = run_usable(c, i); /* its colour may leave less than another size needs */
+  if (usable < size) return NULL;
+  h->run_cache[n] = *(void **)p;
+  h->run_cache_count[n]--;
+  h->run_cache_bytes -= (uint32_t)(n << UNIT_SHIFT);
+  tag_set(c, i, TAG_LIVE);
+  if (zero) memset(p, 0, usable);
+  count(0, usable);
+  return p;
+}
+
+/* Keeps the live run at unit i of c, whose object is p, in h's cache if it has room;
+ * false if not. Reports a second free (and returns true). */
+static bool cache_put(txa_heap *h, runs_chunk *c, unsigned i, void *p, const char *op) {
+  unsigned n = c->unit[i].len;
+  uint32_t bytes = (uint32_t)(n << UNIT_SHIFT);
+  if (n > TXA_RUN_CACHE_UNITS || h->run_cache_count[n] >= TXA_RUN_CACHE_DEPTH ||
+      h->run_cache_bytes + bytes > TXA_RUN_CACHE_BYTES)
+    return false;
+  size_t usable = run_usable(c, i);
+  if (__atomic_fetch_or(&c->unit[i].tag, TAG_PENDING, __ATOMIC_RELAXED) & TAG_PENDING) {
+    report_bad(p, op, true);
+    return true;
+  }
+  *(void **)p = h->run_cache[n];
+  h->run_cache[n] = p;
+  h->run_cache_count[n]++;
+  h->run_cache_bytes += bytes;
+  count(1, usable);
+  return true;
+}
+
+void txa_runs_cache_flush(txa_heap *h) {
+  for (unsigned n = 0; n <= TXA_RUN_CACHE_UNITS; n++) {
+    while (h->run_cache[n]) {
+      char *p = h->run_cache[n];
+      h->run_cache[n] = *(void **)p;
+      runs_chunk *c = chunk_of((uintptr_t)p);
+      runs_arena *a = &arenas[c->arena];
+      txa_lock_acquire(&a->lock);
+      release_run(a, c, unit_of((uintptr_t)p));
+      drain_pending(a);
+      txa_lock_release(&a->lock);
+    }
+    h->run_cache_count[n] = 0;
+  }
+  h->run_cache_bytes = 0;
+}
+
 void *txa_runs_alloc(size_t size, bool zero) {
   unsigned n = units_needed(size);
   /* A thread gets its heap here too, so that its arena (and counts) are its own. */
   txa_heap *h = txa_tls_heap;
   if (!h && !txa_thread_is_exiting()) h = txa_heap_get_slow();
+  if (h && n <= TXA_RUN_CACHE_UNITS && h->run_cache[n]) {
+    void *p = cache_take(h, n, size, zero);
+    if (p) return p;
+  }
   unsigned own = h ? h->runs_arena : 0;
   runs_arena *a = &arenas[own];
   unsigned fit = 0;
@@ -369,15 +445,6 @@ static bool starts_free_run(const void *p) {
          (a & (UNIT - 1)) == (size_t)c->unit[i].colour * COLOUR_UNIT;
 }
 
-/* Reported after the lock is released: an error hook may allocate. */
-static void report_bad(const void *p, const char *op, bool double_free) {
-  if (double_free)
-    txa_error(TXALLOC_ERROR_DOUBLE_FREE, p, "%s(%p): double free: the run is already free", op, p);
-  else
-    txa_error(TXALLOC_ERROR_INVALID_FREE, p,
-              "%s(%p): invalid pointer: not the start of a live object of a run", op, p);
-}
-
 /* The arena of chunk c, locked. c->arena was written before any object of c was handed
  * out, so whoever holds an address in c reads it. */
 static runs_arena *lock_arena_of(const runs_chunk *c) {
@@ -394,6 +461,7 @@ void txa_runs_free(void *p, const char *op) {
    * fight its owner for it on every object): it marks the run pending and pushes it for
    * the lock's next holder. The mark catches a second free meanwhile. */
   unsigned i = live_start(p);
+  if (i && h && cache_put(h, c, i, p, op)) return;
   if (i && h && h->runs_arena != c->arena) {
     size_t usable = run_usable(c, i);
     if (__atomic_fetch_or(&c->unit[i].tag, TAG_PENDING, __ATOMIC_RELAXED) & TAG_PENDING) {

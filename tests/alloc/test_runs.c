@@ -12,9 +12,12 @@
  *   (5) errors: a second free is a double free; an interior pointer, a pointer into a
  *       chunk's map and a freed run's interior are invalid pointers; realloc
  *       reports the same and returns NULL;
- *   (6) chunks whose runs are all free are decommitted beyond the two kept, and
- *       txalloc_collect decommits those too; a program that then allocates and frees one
- *       object in a loop reuses a kept chunk: no decommit, no commit, per iteration. */
+ *   (6) the thread's cache: a freed run of 3 KiB is not cut for a shorter request, and
+ *       serves the thread's next request of as many units, at its address; a second free of it
+ * while cached, and a realloc, are double frees; after txalloc_collect gave it back to its chunk, a
+ * free is still reported; (7) chunks whose runs are all free are decommitted beyond the two kept,
+ * and txalloc_collect decommits those too; a program that then allocates and frees one object in a
+ * loop reuses a kept chunk: no decommit, no commit, per iteration. */
 #include "alloc/layout.h"
 #include "alloc_test.h"
 #include "check.h"
@@ -161,6 +164,30 @@ static void errors_reported(void) {
   txalloc_set_error_hook(old, NULL);
 }
 
+static void thread_cache(void) {
+  txalloc_error_fn old = txalloc_set_error_hook(test_error_record, &errors);
+  char *a = txalloc_malloc(3 * KIB);
+  txalloc_free(a);
+  /* Kept for its length: a shorter request, which its space would fit, is cut elsewhere. */
+  char *shorter = txalloc_malloc(2 * KIB + 200);
+  CHECKF(shorter != a, "malloc(2.2 KiB) took the cached run %p", (void *)a);
+  char *b = txalloc_malloc(3 * KIB);
+  CHECKF(b == a, "malloc(3 KiB) after a free of 3 KiB: %p, not the freed %p", (void *)b, (void *)a);
+  fill_all(b, 3 * KIB, 7);
+  txalloc_free(b);
+  expect_report("second free of a cached run", TXALLOC_ERROR_DOUBLE_FREE, b);
+  errors.reports = 0;
+  CHECK(txalloc_realloc(b, 4 * KIB) == NULL && errors.reports == 1 &&
+        errors.kind == TXALLOC_ERROR_DOUBLE_FREE);
+  CHECK(txalloc_usable_size(b) == 0);
+  txalloc_collect(); /* gives the run back to its chunk, where it may merge */
+  errors.reports = 0;
+  txalloc_free(b);
+  CHECKF(errors.reports == 1, "free of a run the cache gave back: %d reports", errors.reports);
+  txalloc_free(shorter);
+  txalloc_set_error_hook(old, NULL);
+}
+
 static void empty_chunks_decommitted(void) {
   enum { N = 64 };
   void *p[N];
@@ -192,6 +219,7 @@ int main(void) {
   calloc_reused();
   colours();
   errors_reported();
+  thread_cache();
   empty_chunks_decommitted();
   CHECK(now().live_bytes < 64 * KIB); /* every run's bytes were counted back */
   return check_exit();
