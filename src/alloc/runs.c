@@ -323,6 +323,16 @@ static void report_bad(const void *p, const char *op, bool double_free) {
               "%s(%p): invalid pointer: not the start of a live object of a run", op, p);
 }
 
+/* Marks the live run at unit i of c, whose object is p, pending (freed, not yet back in
+ * the map); false, after reporting a second free, when it already was. */
+static bool mark_pending(runs_chunk *c, unsigned i, const void *p, const char *op) {
+  if (__atomic_fetch_or(&c->unit[i].tag, TAG_PENDING, __ATOMIC_RELAXED) & TAG_PENDING) {
+    report_bad(p, op, true);
+    return false;
+  }
+  return true;
+}
+
 /* ---- The heap's cache ----
  * A thread that frees a run of at most TXA_RUN_CACHE_UNITS units keeps it (within the
  * cache's bounds) for its own next request of as many units, so that a program that
@@ -355,10 +365,7 @@ static bool cache_put(txa_heap *h, runs_chunk *c, unsigned i, void *p, const cha
       h->run_cache_bytes + bytes > TXA_RUN_CACHE_BYTES)
     return false;
   size_t usable = run_usable(c, i);
-  if (__atomic_fetch_or(&c->unit[i].tag, TAG_PENDING, __ATOMIC_RELAXED) & TAG_PENDING) {
-    report_bad(p, op, true);
-    return true;
-  }
+  if (!mark_pending(c, i, p, op)) return true;
   *(void **)p = h->run_cache[n];
   h->run_cache[n] = p;
   h->run_cache_count[n]++;
@@ -457,17 +464,14 @@ void txa_runs_free(void *p, const char *op) {
   runs_chunk *c = chunk_of((uintptr_t)p);
   runs_arena *a = &arenas[c->arena];
   txa_heap *h = txa_tls_heap;
+  unsigned i = live_start(p);
+  if (i && h && cache_put(h, c, i, p, op)) return;
   /* A thread of another arena does not take this one's lock (a producer-consumer would
    * fight its owner for it on every object): it marks the run pending and pushes it for
    * the lock's next holder. The mark catches a second free meanwhile. */
-  unsigned i = live_start(p);
-  if (i && h && cache_put(h, c, i, p, op)) return;
   if (i && h && h->runs_arena != c->arena) {
     size_t usable = run_usable(c, i);
-    if (__atomic_fetch_or(&c->unit[i].tag, TAG_PENDING, __ATOMIC_RELAXED) & TAG_PENDING) {
-      report_bad(p, op, true);
-      return;
-    }
+    if (!mark_pending(c, i, p, op)) return;
     uintptr_t head = atomic_load_explicit(&a->pending, memory_order_relaxed);
     do {
       *(uintptr_t *)p = head;
