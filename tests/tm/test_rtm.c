@@ -16,7 +16,8 @@
  *   capacity    a write set of 4 MiB never commits in hardware: the block commits on the
  *               lock
  *   status      tm_last_abort_status after the hardware's explicit abort of tm_restart
- *               is explicit, with the backend's code 0xfe */
+ *               is explicit, with the backend's code 0xfe (not under AddressSanitizer,
+ *               whose call before tm_restart aborts the attempt first) */
 #include <sys/syscall.h>
 
 #include "tm_test.h"
@@ -56,6 +57,13 @@ static void test_restart(void) {
  * hardware did not abort the attempt before it got there): the fallback attempt then saw
  * the xabort's status. */
 static void test_status(void) {
+#ifdef __SANITIZE_ADDRESS__
+  /* AddressSanitizer calls __asan_handle_no_return before every call of a no-return
+   * function, tm_restart here. Inside a hardware attempt that call aborts it (status 0)
+   * before tm_restart's xabort, so no attempt ends with the status this checks. */
+  fprintf(stderr, "status: not checked under AddressSanitizer\n");
+  return;
+#endif
   for (int i = 0; i < 100; i++) {
     status_seen = 0;
     tm_stats s = tm_test_measure(NULL, restart_block);
