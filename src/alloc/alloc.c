@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "alloc/entry.h"
 #include "alloc/internal.h"
 
 /* ---- Small and medium objects ---- */
@@ -470,3 +471,9 @@ TXALLOC_API void txalloc_collect(void) {
   txa_runs_collect();
   txa_large_cache_flush();
 }
+
+/* The hidden names of the entry points (alloc/entry.h). */
+void *txa_entry_malloc(size_t size) __attribute__((alias("txalloc_malloc")));
+void txa_entry_free(void *p) __attribute__((alias("txalloc_free")));
+void *txa_entry_calloc(size_t count, size_t size) __attribute__((alias("txalloc_calloc")));
+void *txa_entry_realloc(void *p, size_t size) __attribute__((alias("txalloc_realloc")));

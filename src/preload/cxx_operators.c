@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "alloc/entry.h"
 #include "txalloc/txalloc.h"
 
 /* The mangled code of std::size_t: unsigned long on LP64, unsigned int on ILP32. */
@@ -81,7 +82,7 @@ static int power_of_two(size_t x) { return x && !(x & (x - 1)); }
 /* One attempt: an alignment of 0 means the default one (16 bytes). txalloc_malloc(0)
  * returns a unique pointer already; the aligned path asks for at least one byte. */
 static inline void *try_allocate(size_t size, size_t alignment) {
-  if (!alignment) return txalloc_malloc(size);
+  if (!alignment) return txa_entry_malloc(size);
   return txalloc_aligned_alloc(alignment, size ? size : 1);
 }
 
@@ -199,45 +200,45 @@ void *cxx_new_array_aligned_nothrow(size_t size, size_t alignment, const void *t
 
 /* Every delete is txalloc_free: NULL is a no-op there, and the size and alignment are
  * not needed to find the object. */
-void cxx_delete(void *ptr) { txalloc_free(ptr); }
-void cxx_delete_array(void *ptr) { txalloc_free(ptr); }
+void cxx_delete(void *ptr) { txa_entry_free(ptr); }
+void cxx_delete_array(void *ptr) { txa_entry_free(ptr); }
 void cxx_delete_sized(void *ptr, size_t size) {
   (void)size;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_array_sized(void *ptr, size_t size) {
   (void)size;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_nothrow(void *ptr, const void *tag) {
   (void)tag;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_array_nothrow(void *ptr, const void *tag) {
   (void)tag;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_aligned(void *ptr, size_t alignment) {
   (void)alignment;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_array_aligned(void *ptr, size_t alignment) {
   (void)alignment;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_sized_aligned(void *ptr, size_t size, size_t alignment) {
   (void)size, (void)alignment;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_array_sized_aligned(void *ptr, size_t size, size_t alignment) {
   (void)size, (void)alignment;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_aligned_nothrow(void *ptr, size_t alignment, const void *tag) {
   (void)alignment, (void)tag;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
 void cxx_delete_array_aligned_nothrow(void *ptr, size_t alignment, const void *tag) {
   (void)alignment, (void)tag;
-  txalloc_free(ptr);
+  txa_entry_free(ptr);
 }
