@@ -509,14 +509,25 @@ static unsigned units_for(const runs_chunk *c, unsigned i, size_t size) {
   return (unsigned)((size + (size_t)c->unit[i].colour * COLOUR_UNIT + UNIT - 1) >> UNIT_SHIFT);
 }
 
+/* Buffers grown by small steps (a string builder's realloc by a few bytes at a time):
+ * a growth in place of at most an eighth of the run's units takes a quarter more than the
+ * run had, as far as the free run after it reaches, and a request from a fifth below the
+ * run's units up to all of them keeps the run as it is, without the lock. Such a buffer
+ * then takes the arena lock once per quarter of its length instead of once per unit, and
+ * keeps its headroom. Larger growths take what they need. */
+#define STEP_DIVISOR 8     /* a growth of at most n / 8 units is a small step */
+#define HEADROOM_DIVISOR 4 /* a small step grows a run of n units to n + n / 4 */
+#define KEEP_DIVISOR 5     /* a run of n units serves requests of n - n / 5 .. n units */
+
 void *txa_runs_resize(void *p, size_t size, size_t *usable) {
   runs_chunk *c = chunk_of((uintptr_t)p);
-  /* A size that needs the units the run has changes nothing and takes no lock: a buffer
-   * grown by small steps moves or grows once in a unit. */
   unsigned live = live_start(p);
-  if (live && size > TXA_RUNS_MIN && units_for(c, live, size) == c->unit[live].len) {
-    *usable = run_usable(c, live);
-    return p;
+  if (live && size > TXA_RUNS_MIN) {
+    unsigned have = c->unit[live].len, want = units_for(c, live, size);
+    if (want <= have && want >= have - have / KEEP_DIVISOR) {
+      *usable = run_usable(c, live);
+      return p;
+    }
   }
   runs_arena *a = lock_arena_of(c);
   unsigned i = live_start(p);
@@ -542,6 +553,12 @@ void *txa_runs_resize(void *p, size_t size, size_t *usable) {
       result = p;
     } else if (end < UNITS && (tag_of(c, end) & TAG_FREE) && c->unit[end].len >= m - n) {
       unsigned after = c->unit[end].len;
+      if (m - n <= n / STEP_DIVISOR) {
+        unsigned roomy = n + n / HEADROOM_DIVISOR, most = units_for(c, i, TXA_MEDIUM_MAX);
+        if (roomy > most) roomy = most;
+        if (roomy > n + after) roomy = n + after;
+        if (roomy > m) m = roomy;
+      }
       bin_remove(c, end);
       if (after > m - n) bin_insert(c, i + m, after - (m - n));
       c->free_units -= m - n;

@@ -3,7 +3,9 @@
  * has an arena of its own (nothing else of this process allocates runs):
  *   (1) realloc grows a run into the free units after it, in place; with a neighbour
  *       allocated there it moves, keeping the contents; shrinking stays in place and the
- *       freed tail serves the next request that fits;
+ *       freed tail serves the next request that fits; a growth by a small step takes a
+ *       quarter more units, which the next small steps use without changing the run, and
+ *       a request a little below the run keeps it, where a large one takes what it needs;
  *   (2) freed runs coalesce and serve requests of other sizes: a working set of one mix of
  *       sizes, freed in random order, then one of another mix, commits no more memory;
  *   (3) calloc on reused (dirty) runs reads zero over the whole usable size;
@@ -79,6 +81,37 @@ static void resize_in_place(void) {
   CHECK(moved && prefix_intact(moved, 20 * KIB, 2));
   txalloc_free(moved);
   txalloc_free(b);
+}
+
+/* A buffer grown by 64-byte steps from 8 KiB, with free units after it. */
+static void small_steps(void) {
+  char *a = txalloc_malloc(8 * KIB);
+  CHECK(a != NULL);
+  size_t start = txalloc_usable_size(a);
+  fill_all(a, start, 3);
+  char *grown = txalloc_realloc(a, start + 64);
+  size_t roomy = txalloc_usable_size(grown);
+  CHECKF(grown == a && roomy >= start + start / 5,
+         "realloc(%zu -> %zu): %p (was %p), usable %zu: no headroom", start, start + 64,
+         (void *)grown, (void *)a, roomy);
+  CHECK(prefix_intact(grown, start, 3));
+  for (size_t size = start + 128; size <= roomy; size += 64) {
+    char *q = txalloc_realloc(grown, size);
+    CHECKF(q == grown && txalloc_usable_size(q) == roomy,
+           "realloc(%zu) within the headroom: %p, "
+           "usable %zu (was %zu)",
+           size, (void *)q, txalloc_usable_size(q), roomy);
+  }
+  /* A little below the run: kept whole; far below: the tail goes back. */
+  CHECK(txalloc_realloc(grown, roomy - roomy / 8) == grown && txalloc_usable_size(grown) == roomy);
+  CHECK(txalloc_realloc(grown, roomy / 2) == grown && txalloc_usable_size(grown) < roomy / 2 + KIB);
+  /* A large growth takes what it needs, no headroom. */
+  char *big = txalloc_realloc(grown, 64 * KIB);
+  CHECKF(big == grown && txalloc_usable_size(big) < 64 * KIB + 2 * 256,
+         "realloc(64 KiB): %p (was %p), usable %zu", (void *)big, (void *)grown,
+         txalloc_usable_size(big));
+  CHECK(prefix_intact(big, roomy / 2, 3));
+  txalloc_free(big);
 }
 
 static void reuse_across_sizes(void) {
@@ -215,6 +248,7 @@ static void empty_chunks_decommitted(void) {
 
 int main(void) {
   resize_in_place();
+  small_steps();
   reuse_across_sizes();
   calloc_reused();
   colours();
