@@ -9,11 +9,11 @@
 
 #include <stddef.h>
 
-#define TXA_ENTRY __attribute__((visibility("hidden")))
-
-TXA_ENTRY void *txa_entry_malloc(size_t size);
-TXA_ENTRY void txa_entry_free(void *p);
-TXA_ENTRY void *txa_entry_calloc(size_t count, size_t size);
-TXA_ENTRY void *txa_entry_realloc(void *p, size_t size);
+#pragma GCC visibility push(hidden)
+void *txa_entry_malloc(size_t size);
+void txa_entry_free(void *p);
+void *txa_entry_calloc(size_t count, size_t size);
+void *txa_entry_realloc(void *p, size_t size);
+#pragma GCC visibility pop
 
 #endif
