@@ -53,7 +53,11 @@ void htm_fallback_acquire(void) {
     htm_rec_unlock(&fallback.rec);
     wait_free();
   }
-  __atomic_store_n(&fallback.held, 1, __ATOMIC_RELAXED);
+  /* Sequentially consistent: a real hardware attempt (rtm) subscribes by reading `held`,
+   * and the holder's loads of the data must not pass this store (x86 lets a load pass an
+   * earlier store). Otherwise an attempt that read `held` clear could commit a write to
+   * what the holder has already read, and the holder's write would lose it. */
+  __atomic_store_n(&fallback.held, 1, __ATOMIC_SEQ_CST);
   for (unsigned k = 0; k < HTM_READER_WORDS; k++) {
     uint64_t bits = __atomic_load_n(&fallback.rec.readers[k], __ATOMIC_RELAXED);
     committing[k] = 0;
