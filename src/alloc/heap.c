@@ -388,7 +388,9 @@ static void *alloc_slow_locked(txa_heap *h, unsigned c) {
   if (cur != &txa_empty_block) {
     if (txa_block_repatriate(cur)) TXA_COUNT(h, public_repatriations, 1);
     if ((p = block_take_slow(cur)) != NULL) return p;
-    if (!bn->grow) {
+    if (bn->skip && !bn->grow) {
+      bn->skip--;
+    } else if (!bn->grow) {
       txa_block *x = cur->next, *last = cur;
       for (uint32_t i = 0; i < txa_g.bin_search && x != cur; i++) {
         if (x == bn->head) end_traversal(bn);
@@ -399,12 +401,20 @@ static void *alloc_slow_locked(txa_heap *h, unsigned c) {
         bn->free_seen += avail;
         bn->cap_seen += x->capacity;
         if (avail) {
+          bn->backoff = 0;
           bin_set_current(h, c, x);
           return block_take_slow(x);
         }
         last = x;
         x = x->next;
       }
+      /* Every header a search reads is a likely cache miss: a bin that keeps adding
+       * blocks to a ring of full ones (a growing heap) would pay bin_search misses per
+       * block. So after a search that found only full blocks, the next refills add blocks
+       * without searching: twice as many as after the previous failed search, up to a
+       * sixteenth of the ring, which bounds the blocks added past free objects. */
+      uint32_t doubled = bn->backoff ? 2 * bn->backoff : 1, most = bn->blocks / 16;
+      bn->backoff = bn->skip = doubled < most ? doubled : most;
       /* The new block goes after the last block inspected, so that the next search
        * starts with blocks this one did not look at. */
       bin_set_current(h, c, last);

@@ -287,6 +287,9 @@ typedef struct txa_bin {
   uint64_t cap_seen;  /* capacity of the blocks inspected, this traversal */
   bool grow;          /* last traversal found < bin_grow_percent free: add a block */
   uint32_t colour;    /* colour of the next block initialised for this bin (mod colours) */
+  /* Refills that add a block without searching, after searches that found only full
+   * blocks (heap.c); backoff is the last such count, doubled by each failed search. */
+  uint32_t skip, backoff;
 } txa_bin;
 
 /* A spin lock for slow paths (fork.c). */
