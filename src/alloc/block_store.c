@@ -95,32 +95,37 @@ void txa_store_push_empty(txa_block *b) {
   TXA_GCOUNT(blocks_to_store, 1);
   int64_t dirty =
       atomic_fetch_add_explicit(&dirty_bytes, (int64_t)span, memory_order_relaxed) + (int64_t)span;
-  if ((uint64_t)dirty > txa_g.decommit_threshold ||
+  if ((uint64_t)(dirty + txa_empty_cache_reserved_bytes()) > txa_g.decommit_threshold ||
       now >= atomic_load_explicit(&next_purge_ms, memory_order_relaxed))
     txa_store_purge(false);
 }
 
-txa_block *txa_store_pop_empty_zeroed(unsigned kind, bool *zero) {
-  txa_block *b = lifo_pop(&young_empty[kind_index(kind)]);
-  if (!b) b = lifo_pop(&old_empty[kind_index(kind)]);
-  if (b) {
-    atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)txa_span_size(kind), memory_order_relaxed);
-    *zero = false;
-  } else {
-    b = lifo_pop(&clean_empty[kind_index(kind)]);
-    if (!b) return NULL;
-    txa_committed_add((int64_t)txa_span_size(kind));
-    *zero = true; /* decommitted: the whole block, header included, reads as zero */
-    b->span_kind = (uint8_t)kind;
-  }
+static void taken_from_store(void) {
   atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
   TXA_GCOUNT(blocks_from_store, 1);
+}
+
+txa_block *txa_store_pop_committed(unsigned kind) {
+  txa_block *b = lifo_pop(&young_empty[kind_index(kind)]);
+  if (!b) b = lifo_pop(&old_empty[kind_index(kind)]);
+  if (!b) return NULL;
+  atomic_fetch_sub_explicit(&dirty_bytes, (int64_t)txa_span_size(kind), memory_order_relaxed);
+  taken_from_store();
+  return b;
+}
+
+txa_block *txa_store_pop_clean(unsigned kind) {
+  txa_block *b = lifo_pop(&clean_empty[kind_index(kind)]);
+  if (!b) return NULL;
+  txa_committed_add((int64_t)txa_span_size(kind));
+  b->span_kind = (uint8_t)kind;
+  taken_from_store();
   return b;
 }
 
 txa_block *txa_store_pop_empty(unsigned kind) {
-  bool zero;
-  return txa_store_pop_empty_zeroed(kind, &zero);
+  txa_block *b = txa_store_pop_committed(kind);
+  return b ? b : txa_store_pop_clean(kind);
 }
 
 void txa_store_push_abandoned(txa_block *b) {
@@ -148,9 +153,10 @@ static void decommit_chain(unsigned ki, txa_block *b) {
   }
 }
 
+/* The heaps' caches of empty blocks count too: what they may hold is reserved. */
 static bool over_threshold(void) {
-  return (uint64_t)atomic_load_explicit(&dirty_bytes, memory_order_relaxed) >
-         txa_g.decommit_threshold;
+  return (uint64_t)(atomic_load_explicit(&dirty_bytes, memory_order_relaxed) +
+                    txa_empty_cache_reserved_bytes()) > txa_g.decommit_threshold;
 }
 
 /* pre: txa_purge_lock held. */
@@ -185,6 +191,8 @@ void txa_store_purge(bool force) {
   }
   uint64_t now = txa_os_now_ms();
   bool tick = now >= atomic_load_explicit(&next_purge_ms, memory_order_relaxed);
+  /* Idle heaps' caches join the young generation first, which this tick makes old. */
+  if (tick || force) txa_empty_caches_age(force);
   purge_kind(0, force, tick);
   purge_kind(1, force, tick);
   if (tick || force) {

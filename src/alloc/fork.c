@@ -3,7 +3,8 @@
  * The fast paths and the block store are lock-free; these spin locks guard only slow,
  * short sections: the first part of initialisation (txa_init_lock), the purge of empty
  * blocks (txa_purge_lock), the heap registry (txa_heap_lock), each heap's bin rings (its
- * ring_lock, heap.c), the large-object cache (txa_large_lock), the arenas of runs
+ * ring_lock, heap.c) and then its cache of empty blocks (its empty_lock, empty_cache.c;
+ * others only try it), the large-object cache (txa_large_lock), the arenas of runs
  * (runs.c) and region carving (txa_region_lock). Before fork the parent takes all of them, in that
  * order, so no lock is held by a thread that does not exist in the child; both sides release them
  * afterwards. Heaps of the parent's other threads stay owned (by heaps no child thread uses):

@@ -11,7 +11,8 @@
  * if fewer than bin_grow_percent % of the objects seen were free, the next refill adds a
  * block instead of searching. A search inspects at most bin_search blocks before adding a
  * block, which bounds the time of one malloc. A block that becomes empty by a local free
- * (and is not the current block) is returned to the block store.
+ * (and is not the current block) goes to the heap's cache of empty blocks (empty_cache.c) or
+ * to the block store.
  *
  * Colour (no ORT aliasing between threads): a word-based STM maps address a to lock
  * (a >> shift) mod 2^n, which repeats every P = 2^(shift + n) bytes (32 MiB by default, up
@@ -56,7 +57,7 @@ __thread txa_heap *txa_tls_heap;
 static __thread bool tls_exiting;
 
 txa_lock txa_heap_lock;
-static txa_heap *all_heaps; /* guarded by txa_heap_lock */
+static txa_heap *all_heaps; /* written under txa_heap_lock; txa_heap_registry reads it */
 static txa_heap *heap_pool; /* guarded by txa_heap_lock */
 
 static uint64_t mix64(uint64_t x) {
@@ -227,21 +228,8 @@ static void release_block_locked(txa_heap *h, txa_block *b, bool keep) {
   bin_remove(h, b->class_id, b);
   atomic_store_explicit(&b->owner, NULL, memory_order_relaxed);
   atomic_fetch_sub_explicit(&txa_blocks_in_use, 1, memory_order_relaxed);
-  if (keep && b->span_kind == TXA_KIND_SMALL && h->empty_count < TXA_HEAP_EMPTY_BLOCKS) {
-    b->capacity = 0; /* frees into an empty block are invalid, as in the store */
-    h->empty_blocks[h->empty_count++] = b;
-    atomic_fetch_add_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
-    return;
-  }
+  if (keep && b->span_kind == TXA_KIND_SMALL && txa_empty_cache_put(h, b)) return;
   txa_store_push_empty(b);
-}
-
-/* Hands the heap's empty blocks to the store (thread exit, collect). pre: ring lock held. */
-static void flush_empty_blocks(txa_heap *h) {
-  while (h->empty_count) {
-    atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
-    txa_store_push_empty(h->empty_blocks[--h->empty_count]);
-  }
 }
 
 /* ---- Release of blocks that other threads' frees emptied ----
@@ -351,19 +339,18 @@ static txa_block *acquire_block(txa_heap *h, unsigned c) {
     if (txa_used(b) < b->capacity) return b;
   }
   unsigned kind = txa_class_kind(c);
-  bool zero = false;
-  txa_block *b = NULL;
-  if (kind == TXA_KIND_SMALL && h->empty_count) {
-    b = h->empty_blocks[--h->empty_count];
-    atomic_fetch_sub_explicit(&txa_blocks_in_store, 1, memory_order_relaxed);
-  } else {
-    /* Taking a block from the store is also the moment to age the empty ones, so that a
-     * thread that stopped freeing still gets the memory of earlier frees decommitted. */
-    txa_store_maybe_purge();
-    b = txa_store_pop_empty_zeroed(kind, &zero);
-  }
+  bool small = kind == TXA_KIND_SMALL, zero = false;
+  txa_block *b = small ? txa_empty_cache_take(h) : NULL;
+  /* A refill is also the moment to age the empty blocks of the store and of idle heaps'
+   * caches, so that memory other threads stopped using is decommitted while this one runs.
+   * When its own cache serves it, one refill in 16 looks at the clock. */
+  if (!b || (++h->refills & 15) == 0) txa_store_maybe_purge();
+  if (!b) b = txa_store_pop_committed(kind);
+  /* Memory another heap keeps unused comes before memory to commit. */
+  if (!b && small) b = txa_empty_cache_steal(h);
   if (!b) {
-    b = txa_region_fresh_block(kind);
+    b = txa_store_pop_clean(kind);
+    if (!b) b = txa_region_fresh_block(kind);
     if (!b) return NULL;
     zero = true;
   }
@@ -477,8 +464,8 @@ txa_heap *txa_heap_get_slow(void) {
     if (!h) return NULL;
     txa_lock_acquire(&txa_heap_lock);
     h->all_next = all_heaps;
-    all_heaps = h;
-    static uint32_t heaps_made; /* under txa_heap_lock */
+    __atomic_store_n(&all_heaps, h, __ATOMIC_RELEASE); /* txa_heap_registry reads it */
+    static uint32_t heaps_made;                        /* under txa_heap_lock */
     h->runs_arena = heaps_made++ % TXA_RUNS_ARENAS;
     txa_lock_release(&txa_heap_lock);
   }
@@ -524,7 +511,7 @@ void txa_heap_abandon(txa_heap *h) {
     }
   }
   atomic_fetch_sub_explicit(&txa_blocks_in_use, released, memory_order_relaxed);
-  flush_empty_blocks(h);
+  txa_empty_cache_flush(h);
   heap_reset(h);
   ring_unlock(h);
   if (txa_tls_heap == h) txa_tls_heap = NULL;
@@ -546,6 +533,8 @@ void txalloc_thread_exit(void) {
 /* pre: txa_heap_lock held. */
 txa_heap *txa_heap_first(void) { return all_heaps; }
 
+txa_heap *txa_heap_registry(void) { return __atomic_load_n(&all_heaps, __ATOMIC_ACQUIRE); }
+
 /* Returns the calling thread's empty non-current blocks to the store (collect). */
 void txa_heap_trim(txa_heap *h) {
   ring_lock(h);
@@ -560,14 +549,20 @@ void txa_heap_trim(txa_heap *h) {
       b = next;
     }
   }
-  flush_empty_blocks(h);
+  txa_empty_cache_flush(h);
   ring_unlock(h);
 }
 
 void txa_heap_lock_rings(void) {
-  for (txa_heap *h = all_heaps; h; h = h->all_next) ring_lock(h);
+  for (txa_heap *h = all_heaps; h; h = h->all_next) {
+    ring_lock(h);
+    txa_lock_acquire(&h->empty_lock);
+  }
 }
 
 void txa_heap_unlock_rings(void) {
-  for (txa_heap *h = all_heaps; h; h = h->all_next) txa_lock_release(&h->ring_lock);
+  for (txa_heap *h = all_heaps; h; h = h->all_next) {
+    txa_lock_release(&h->empty_lock);
+    txa_lock_release(&h->ring_lock);
+  }
 }

@@ -39,10 +39,11 @@ void *txa_region_chunk(unsigned kind);
 
 /* ---- Block store (block_store.c) ---- */
 void txa_store_push_empty(txa_block *b);
-/* An empty block of span kind `kind` (NULL if none); with _zeroed, *zero tells whether
- * all of it reads as zero (a decommitted block: only its span_kind is set). */
+/* An empty block of span kind `kind` (NULL if none): committed ones first. */
 txa_block *txa_store_pop_empty(unsigned kind);
-txa_block *txa_store_pop_empty_zeroed(unsigned kind, bool *zero);
+txa_block *txa_store_pop_committed(unsigned kind); /* an empty block still committed */
+/* A decommitted empty block: all of it reads as zero (only its span_kind is set). */
+txa_block *txa_store_pop_clean(unsigned kind);
 void txa_store_push_abandoned(txa_block *b);
 txa_block *txa_store_pop_abandoned(unsigned class_id);
 /* Decommits empty blocks that waited longer than the delay or exceed the threshold;
@@ -52,6 +53,20 @@ void txa_store_purge(bool force);
 void txa_store_maybe_purge(void);
 /* Adopts every abandoned block, frees the empty ones, pushes the rest back (collect). */
 void txa_store_reclaim_abandoned(void);
+
+/* ---- A heap's cache of empty small blocks (empty_cache.c) ---- */
+/* Keeps b, which h's own free emptied (owner NULL, out of its ring); false when the cache
+ * is full, and b is still the caller's. */
+bool txa_empty_cache_put(txa_heap *h, txa_block *b);
+txa_block *txa_empty_cache_take(txa_heap *h); /* one of h's, or NULL */
+/* One from another heap's cache (only those whose lock is free), or NULL. */
+txa_block *txa_empty_cache_steal(txa_heap *self);
+void txa_empty_cache_flush(txa_heap *h); /* h's blocks to the store */
+/* Purge tick (pre: txa_purge_lock held): hands the caches of heaps that took none of their
+ * blocks since the previous tick to the store; `force`: every cache. */
+void txa_empty_caches_age(bool force);
+/* Bytes the caches may hold (at least what they hold), for the decommit threshold. */
+int64_t txa_empty_cache_reserved_bytes(void);
 
 /* ---- Thread heaps (heap.c) ---- */
 txa_heap *txa_heap_get_slow(void); /* creates the calling thread's heap (or NULL) */
@@ -88,8 +103,9 @@ void txa_foreign_grow(txa_heap *h, unsigned c); /* class c's list ran dry: doubl
  * pre: txa_heap_lock held. */
 void txa_heap_lock_rings(void);
 void txa_heap_unlock_rings(void);
-txa_heap *txa_heap_first(void);   /* registry head; pre: txa_heap_lock held */
-bool txa_thread_is_exiting(void); /* the thread's key destructor already ran */
+txa_heap *txa_heap_first(void);    /* registry head; pre: txa_heap_lock held */
+txa_heap *txa_heap_registry(void); /* registry head, without the lock (heaps stay listed) */
+bool txa_thread_is_exiting(void);  /* the thread's key destructor already ran */
 /* Initialises block b (fresh or from the store) for class c, owned by h. */
 void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero);
 /* Moves the public list in front of the private list (one atomic exchange; the list is

@@ -300,8 +300,10 @@ typedef struct txa_lock {
 /* Blocks that other threads' frees emptied, offered to their owner's heap for release
  * (heap.c); more at once set release_scan instead. */
 #define TXA_RELEASE_SLOTS 16
-/* Empty small blocks a heap keeps for itself: 64 x 16 KiB = 1 MiB at most per thread. */
-#define TXA_HEAP_EMPTY_BLOCKS 64
+/* Empty small blocks a heap keeps for itself (empty_cache.c): 512 x 16 KiB = 8 MiB at most
+ * per thread, enough for a thread that empties and refills a few MiB of blocks a round. */
+#define TXA_HEAP_EMPTY_BLOCKS 512
+#define TXA_EMPTY_CACHE_CHUNK 32 /* its share of the caches' budget is reserved in these */
 /* Foreign objects (foreign.c): a class's list starts with room for TXA_FOREIGN_START
  * objects and doubles, up to TXA_FOREIGN_CLASS_MAX objects and TXA_FOREIGN_CLASS_BYTES, each
  * time its thread's mallocs empty it; a heap keeps at most TXA_FOREIGN_BYTES in all. */
@@ -361,11 +363,14 @@ struct txa_heap {
   _Atomic(uint32_t) release_pending; /* a slot or release_scan was set since the last drain */
   _Atomic(uint32_t) release_scan;    /* the slots overflowed: inspect every block */
   _Atomic(txa_block *) release_slots[TXA_RELEASE_SLOTS];
-  /* Small blocks this heap's own frees emptied, kept for its next refill (under ring_lock;
-   * owner NULL, capacity 0, counted as in the store): reused on the core that last wrote
-   * them instead of passing through the global store to another thread (heap.c). */
-  uint32_t empty_count;
-  txa_block *empty_blocks[TXA_HEAP_EMPTY_BLOCKS];
+  /* Small blocks this heap's own frees emptied, kept for its next refill (empty_cache.c):
+   * linked through next, under empty_lock; the count is read without it, as a hint. */
+  _Alignas(TXA_CACHE_LINE) txa_lock empty_lock;
+  _Atomic(uint32_t) empty_count;
+  bool empty_taken;        /* the owner took one since the last purge tick */
+  uint32_t empty_reserved; /* its share of the caches' budget, in blocks */
+  uint32_t refills;        /* blocks it added to its bins (owner only) */
+  txa_block *empty_first;
 };
 
 extern txa_block txa_empty_block; /* sentinel: no free object, no bump space */

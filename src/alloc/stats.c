@@ -78,9 +78,11 @@ TXALLOC_API void txalloc_stats_get(txalloc_stats *out) {
     counters[i] = atomic_load_explicit(&txa_global_counters[i], memory_order_relaxed);
   uint64_t runs[2] = {atomic_load_explicit(&txa_runs_bytes[0], memory_order_relaxed),
                       atomic_load_explicit(&txa_runs_bytes[1], memory_order_relaxed)};
+  uint64_t heap_cached = 0; /* empty blocks in the heaps' caches count as in the store */
   for (txa_heap *h = txa_heap_first(); h; h = h->all_next) {
     for (unsigned i = 0; i < TXA_COUNTERS; i++) counters[i] += txa_rd(&h->counters[i]);
     for (unsigned k = 0; k < 2; k++) runs[k] += txa_rd(&h->runs_bytes[k]);
+    heap_cached += atomic_load_explicit(&h->empty_count, memory_order_relaxed);
   }
   sum_classes(cls);
   txa_lock_release(&txa_heap_lock);
@@ -99,7 +101,7 @@ TXALLOC_API void txalloc_stats_get(txalloc_stats *out) {
   out->peak_committed_bytes = atomic_load_explicit(&txa_peak_committed, memory_order_relaxed);
   out->reserved_bytes = gauge(&txa_reserved);
   out->blocks_in_use = gauge(&txa_blocks_in_use);
-  out->blocks_in_store = gauge(&txa_blocks_in_store);
+  out->blocks_in_store = gauge(&txa_blocks_in_store) + heap_cached;
   out->large_cache_bytes = gauge(&txa_large_cached);
 }
 
