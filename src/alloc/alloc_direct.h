@@ -26,7 +26,9 @@ static inline void *txa_block_take_from(txa_block *b, bool prefer_public) {
   void *p = b->free;
   if (TXA_LIKELY(p != NULL)) {
     TXALLOC_ASSERT(txa_used(b) < b->capacity && txa_object_index(b, (uintptr_t)p) >= 0);
-    b->free = txa_decode(*(uintptr_t *)p, b->key);
+    void *next = txa_decode(*(uintptr_t *)p, b->key);
+    b->free = next;
+    __builtin_prefetch(next); /* the next malloc reads its link first */
     *(uintptr_t *)p = 0;
     txa_used_inc(b);
     return p;
