@@ -84,6 +84,12 @@ static void lifo_push_chain(lifo *s, txa_block *first, txa_block *last) {
                                                   memory_order_relaxed));
 }
 
+/* Committed empty blocks beyond the threshold, given `dirty` bytes in the store; the heaps'
+ * caches of empty blocks count too, with what they may hold (reserved). */
+static bool exceeds_threshold(int64_t dirty) {
+  return (uint64_t)(dirty + txa_empty_cache_reserved_bytes()) > txa_g.decommit_threshold;
+}
+
 static inline unsigned kind_index(unsigned kind) { return kind == TXA_KIND_SMALL ? 0 : 1; }
 
 void txa_store_push_empty(txa_block *b) {
@@ -95,8 +101,7 @@ void txa_store_push_empty(txa_block *b) {
   TXA_GCOUNT(blocks_to_store, 1);
   int64_t dirty =
       atomic_fetch_add_explicit(&dirty_bytes, (int64_t)span, memory_order_relaxed) + (int64_t)span;
-  if ((uint64_t)(dirty + txa_empty_cache_reserved_bytes()) > txa_g.decommit_threshold ||
-      now >= atomic_load_explicit(&next_purge_ms, memory_order_relaxed))
+  if (exceeds_threshold(dirty) || now >= atomic_load_explicit(&next_purge_ms, memory_order_relaxed))
     txa_store_purge(false);
 }
 
@@ -153,10 +158,8 @@ static void decommit_chain(unsigned ki, txa_block *b) {
   }
 }
 
-/* The heaps' caches of empty blocks count too: what they may hold is reserved. */
 static bool over_threshold(void) {
-  return (uint64_t)(atomic_load_explicit(&dirty_bytes, memory_order_relaxed) +
-                    txa_empty_cache_reserved_bytes()) > txa_g.decommit_threshold;
+  return exceeds_threshold(atomic_load_explicit(&dirty_bytes, memory_order_relaxed));
 }
 
 /* pre: txa_purge_lock held. */

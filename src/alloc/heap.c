@@ -530,9 +530,6 @@ void txalloc_thread_exit(void) {
   txa_heap_abandon(h);
 }
 
-/* pre: txa_heap_lock held. */
-txa_heap *txa_heap_first(void) { return all_heaps; }
-
 txa_heap *txa_heap_registry(void) { return __atomic_load_n(&all_heaps, __ATOMIC_ACQUIRE); }
 
 /* Returns the calling thread's empty non-current blocks to the store (collect). */

@@ -103,8 +103,7 @@ void txa_foreign_grow(txa_heap *h, unsigned c); /* class c's list ran dry: doubl
  * pre: txa_heap_lock held. */
 void txa_heap_lock_rings(void);
 void txa_heap_unlock_rings(void);
-txa_heap *txa_heap_first(void);    /* registry head; pre: txa_heap_lock held */
-txa_heap *txa_heap_registry(void); /* registry head, without the lock (heaps stay listed) */
+txa_heap *txa_heap_registry(void); /* registry head; needs no lock (heaps stay listed) */
 bool txa_thread_is_exiting(void);  /* the thread's key destructor already ran */
 /* Initialises block b (fresh or from the store) for class c, owned by h. */
 void txa_block_init(txa_block *b, txa_heap *h, unsigned c, bool zero);

@@ -347,6 +347,7 @@ struct txa_heap {
   txa_heap *pool_next; /* free heaps, ready for a new thread */
   uint32_t colour;     /* where its blocks start bumping, in 2^-32 of a block (heap.c) */
   uint32_t runs_arena; /* its arena of runs, fixed at creation (runs.c) */
+  uint32_t refills;    /* blocks it added to its bins (owner only) */
   /* Usable bytes of the run objects this thread allocated [0] and freed [1], for
    * live_bytes (owner-only, like the counters). */
   uint64_t runs_bytes[2];
@@ -369,7 +370,6 @@ struct txa_heap {
   _Atomic(uint32_t) empty_count;
   bool empty_taken;        /* the owner took one since the last purge tick */
   uint32_t empty_reserved; /* its share of the caches' budget, in blocks */
-  uint32_t refills;        /* blocks it added to its bins (owner only) */
   txa_block *empty_first;
 };
 

@@ -54,7 +54,7 @@ static void sum_classes(txalloc_class_stats out[TXA_CLASSES]) {
     out[c].frees = atomic_load_explicit(&txa_global_cls[c][1], memory_order_relaxed);
     out[c].remote_frees = atomic_load_explicit(&txa_global_cls[c][2], memory_order_relaxed);
   }
-  for (txa_heap *h = txa_heap_first(); h; h = h->all_next) {
+  for (txa_heap *h = txa_heap_registry(); h; h = h->all_next) {
     for (unsigned c = 0; c < TXA_CLASSES; c++) {
       out[c].allocs += txa_rd(&h->cls.allocs[c]);
       out[c].frees += txa_rd(&h->cls.frees[c]);
@@ -79,7 +79,7 @@ TXALLOC_API void txalloc_stats_get(txalloc_stats *out) {
   uint64_t runs[2] = {atomic_load_explicit(&txa_runs_bytes[0], memory_order_relaxed),
                       atomic_load_explicit(&txa_runs_bytes[1], memory_order_relaxed)};
   uint64_t heap_cached = 0; /* empty blocks in the heaps' caches count as in the store */
-  for (txa_heap *h = txa_heap_first(); h; h = h->all_next) {
+  for (txa_heap *h = txa_heap_registry(); h; h = h->all_next) {
     for (unsigned i = 0; i < TXA_COUNTERS; i++) counters[i] += txa_rd(&h->counters[i]);
     for (unsigned k = 0; k < 2; k++) runs[k] += txa_rd(&h->runs_bytes[k]);
     heap_cached += atomic_load_explicit(&h->empty_count, memory_order_relaxed);
